@@ -1,0 +1,31 @@
+"""The ``memstream`` command: one entry point, one sub-command per job."""
+
+from __future__ import annotations
+
+import typer
+
+from jobs import cli_infra, cli_publish, cli_run, cli_schemas, cli_train
+
+app = typer.Typer(
+    name="memstream",
+    help=(
+        "memstream turns Kafka streams of dialogue turns, user actions and CRM webhooks "
+        "into long-term memory for AI agents.\n\n"
+        "Start here: `memstream infra up` starts the local services (Kafka, Redis, Neo4j; "
+        "Chroma is embedded), `memstream run --sample` runs the main job on the bundled "
+        "sample stream. Configuration comes from MEMSTREAM_* environment variables or a "
+        ".env file (see README, 'Configuration')."
+    ),
+    no_args_is_help=True,
+    rich_markup_mode="markdown",
+    pretty_exceptions_show_locals=False,
+)
+app.add_typer(cli_infra.app, name="infra")
+app.add_typer(cli_schemas.app, name="schemas")
+app.add_typer(cli_train.app, name="train")
+app.command("publish")(cli_publish.publish)
+app.command("run")(cli_run.run)
+
+
+def main() -> None:
+    app()

@@ -1,0 +1,5 @@
+"""Placeholder: being written."""
+
+import typer
+
+app = typer.Typer(help="Local services.")

@@ -1,0 +1,6 @@
+"""Placeholder: being written."""
+
+
+def publish() -> None:
+    """Not written yet."""
+    raise NotImplementedError

@@ -1,0 +1,6 @@
+"""Placeholder: being written."""
+
+
+def run() -> None:
+    """Not written yet."""
+    raise NotImplementedError

@@ -1,0 +1,6 @@
+"""Placeholder: being written."""
+
+
+def command() -> None:
+    """Not written yet."""
+    raise NotImplementedError

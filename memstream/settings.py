@@ -1,0 +1,123 @@
+"""The one configuration object of memstream.
+
+Every process reads its configuration here, once, at start-up: from the
+environment (prefix ``MEMSTREAM_``, nested fields joined with ``__``, e.g.
+``MEMSTREAM_KAFKA__PARTITIONS=12``) and from a ``.env`` file in the working
+directory. Nothing else in the code base reads ``os.environ``.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, SecretStr
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+_REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class KafkaSettings(_Section):
+    """The Kafka broker (a local single-node KRaft broker by default)."""
+
+    # 4.x is the current line; every client we use speaks it (see README).
+    version: str = "4.1.1"
+    host: str = "127.0.0.1"
+    # Non-standard ports so a developer's own Kafka on 9092 is left alone.
+    port: int = 19092
+    controller_port: int = 19093
+    # Six partitions let up to six consumers of a group share a topic; keys
+    # (tenant:user) keep each user's events in order on one partition.
+    partitions: int = Field(default=6, ge=1)
+    heap: str = "512m"
+    # Deliberately larger than Kafka's 1 MiB default so that the dead-letter
+    # topic can carry an oversized rejected message whole (see schemas.deadletter).
+    max_message_bytes: int = 8 * 1024 * 1024
+    bootstrap_servers: str | None = None  # set to use an external cluster
+
+    @property
+    def bootstrap(self) -> str:
+        return self.bootstrap_servers or f"{self.host}:{self.port}"
+
+
+class RedisSettings(_Section):
+    """Working memory, the pending queue and the backpressure spool."""
+
+    host: str = "127.0.0.1"
+    port: int = 16379
+    db: int = 0
+    password: SecretStr | None = None
+    managed: bool = True  # False: use an existing server, start nothing
+
+    @property
+    def url(self) -> str:
+        auth = f":{self.password.get_secret_value()}@" if self.password else ""
+        return f"redis://{auth}{self.host}:{self.port}/{self.db}"
+
+
+class Neo4jSettings(_Section):
+    """Semantic memory: Neo4j Community embedded in infra/neo4j-launcher."""
+
+    version: str = "5.26.12"
+    host: str = "127.0.0.1"
+    bolt_port: int = 17687
+    user: str = "neo4j"
+    # Empty password: the local launcher runs with auth disabled.
+    password: SecretStr = SecretStr("")
+    heap: str = "512m"
+    managed: bool = True
+    uri_override: str | None = None
+
+    @property
+    def uri(self) -> str:
+        return self.uri_override or f"bolt://{self.host}:{self.bolt_port}"
+
+
+class ChromaSettings(_Section):
+    """Episodic memory: embedded chromadb by default, or a Chroma server."""
+
+    mode: Literal["embedded", "server"] = "embedded"
+    host: str = "127.0.0.1"
+    port: int = 18000
+    path: Path | None = None  # embedded data dir; default <state_dir>/chroma
+
+
+class Settings(BaseSettings):
+    """All of memstream's configuration, with documented defaults."""
+
+    model_config = SettingsConfigDict(
+        env_prefix="MEMSTREAM_",
+        env_nested_delimiter="__",
+        env_file=".env",
+        extra="ignore",
+        frozen=True,
+    )
+
+    # All runtime state (service data, logs, pid files) lives under this one
+    # directory; it is gitignored when inside the repository.
+    state_dir: Path = _REPO_ROOT / ".memstream"
+    # Downloaded jars and the built Neo4j launcher: outside the repository so
+    # that a fresh clone reuses them.
+    cache_dir: Path = Path.home() / ".cache" / "memstream"
+    java_home: Path | None = None
+    service_start_timeout_s: float = 90.0
+
+    kafka: KafkaSettings = KafkaSettings()
+    redis: RedisSettings = RedisSettings()
+    neo4j: Neo4jSettings = Neo4jSettings()
+    chroma: ChromaSettings = ChromaSettings()
+
+    @property
+    def chroma_path(self) -> Path:
+        return self.chroma.path or self.state_dir / "chroma"
+
+
+@lru_cache(maxsize=1)
+def get_settings() -> Settings:
+    """The process-wide settings, read once."""
+    return Settings()

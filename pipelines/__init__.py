@@ -1,0 +1,1 @@
+"""memstream pipelines."""

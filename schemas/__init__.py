@@ -1,0 +1,1 @@
+"""Message contracts of memstream: pydantic v2 models and their JSON Schemas."""

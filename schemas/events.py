@@ -1,0 +1,85 @@
+"""The three input topics: dialogue turns, user actions, CRM webhooks."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Any, Literal
+
+from pydantic import AwareDatetime, Field
+
+from schemas._base import EventId, Frozen, Identifier, Scalar, partition_key
+
+# A turn longer than this is rejected to the dead-letter topic: dialogue turns
+# are sentences, not documents, and the NLP stages are sized for that.
+MAX_TURN_CHARS = 100_000
+
+
+class Role(StrEnum):
+    USER = "user"
+    AGENT = "agent"
+    SYSTEM = "system"
+
+
+class _InputEvent(Frozen):
+    schema_version: Literal[1] = 1
+    event_id: EventId
+    tenant_id: Identifier
+    user_id: Identifier
+    ts: AwareDatetime = Field(description="Event time, timezone-aware (ISO 8601).")
+
+    @property
+    def key(self) -> str:
+        return partition_key(self.tenant_id, self.user_id)
+
+
+class DialogueEvent(_InputEvent):
+    """One turn of a dialogue (topic ``dialogue.events``)."""
+
+    session_id: Identifier
+    turn_index: int = Field(ge=0)
+    turn_id: str | None = Field(default=None, max_length=128)
+    role: Role
+    text: str = Field(max_length=MAX_TURN_CHARS)
+    lang: str = Field(default="en", pattern=r"^[a-z]{2,3}(-[A-Za-z0-9]{2,8})?$")
+    metadata: dict[str, Scalar] = Field(default_factory=dict)
+
+
+class ActionType(StrEnum):
+    CLICK = "click"
+    VIEW = "view"
+    SCROLL = "scroll"
+    SEARCH = "search"
+    ADD_TO_CART = "add_to_cart"
+    PURCHASE = "purchase"
+    RATE = "rate"
+    CONFIRM_MEMORY = "confirm_memory"
+    REJECT_MEMORY = "reject_memory"
+    # Agent-side writes travel as events so the pipeline stays the only writer.
+    STORE_MEMORY = "store_memory"
+    FORGET_USER = "forget_user"
+
+
+class UserAction(_InputEvent):
+    """A user (or agent-on-behalf-of-user) action (topic ``user.actions``)."""
+
+    session_id: Identifier | None = None
+    action_type: ActionType
+    target_id: str | None = Field(default=None, max_length=256)
+    duration_ms: int | None = Field(default=None, ge=0)
+    properties: dict[str, Any] = Field(default_factory=dict)
+
+
+class FieldChange(Frozen):
+    old: Scalar = None
+    new: Scalar = None
+
+
+class CrmWebhook(_InputEvent):
+    """A CRM record change; authoritative structured facts (topic ``crm.webhooks``)."""
+
+    source: str = Field(min_length=1, max_length=64)
+    entity: str = Field(min_length=1, max_length=64)
+    changes: dict[str, FieldChange] = Field(min_length=1)
+
+
+InputEvent = DialogueEvent | UserAction | CrmWebhook
