@@ -63,13 +63,18 @@ class RedisSettings(_Section):
 class Neo4jSettings(_Section):
     """Semantic memory: Neo4j Community embedded in infra/neo4j-launcher."""
 
-    version: str = "5.26.12"
+    # Newest 5.26 LTS patch on Maven Central when infra/neo4j-launcher was built
+    # (5.26 is the last line that runs on Java 17; 2025.x needs Java 21).
+    version: str = "5.26.30"
     host: str = "127.0.0.1"
     bolt_port: int = 17687
     user: str = "neo4j"
     # Empty password: the local launcher runs with auth disabled.
     password: SecretStr = SecretStr("")
     heap: str = "512m"
+    # Neo4j would size its page cache from free RAM; memstream's graphs are
+    # small and the machine is shared, so 128 MiB (the launcher caps it).
+    pagecache_mb: int = Field(default=128, ge=8)
     managed: bool = True
     uri_override: str | None = None
 

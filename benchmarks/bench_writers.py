@@ -1,0 +1,285 @@
+"""Operations/s of the Redis, Chroma and Neo4j tier writers beside plain inserts.
+
+For each store, in one run against the real services:
+
+- ``writer batched``   — the connector applying N operations in chunks of ``--chunk``;
+- ``writer replay``    — the same N operations again (idempotent: nothing changes);
+- ``writer op-by-op``  — the connector with chunk size 1 (a smaller sample);
+- ``baseline``         — the plainest insert of the same data in the same chunks:
+  pipelined HSET (Redis), ``collection.add`` (Chroma), ``UNWIND … CREATE`` (Neo4j).
+
+Run (services from ``memstream infra up``)::
+
+    python benchmarks/bench_writers.py [--ops 2000] [--chunk 256]
+
+Everything the run writes lives under a random tenant and is removed at the end.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import tempfile
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+
+import chromadb
+import neo4j
+import numpy as np
+import redis
+from chromadb.config import Settings
+
+from connectors.chroma_memory import ChromaMemory
+from connectors.embedding import MiniLMEmbeddingFunction
+from connectors.neo4j_memory import Neo4jMemory
+from connectors.protocols import MemorySink
+from connectors.redis_memory import RedisMemory
+from schemas import ids
+from schemas.lineage import SourceLineage
+from schemas.memory import Encoding, MemoryKind, MemoryRecord, Tier
+from schemas.ops import MemoryOperation, OpType, StatusEntry, WorkingTurn
+
+T0 = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
+DIM = 384  # MiniLM width, as the encode stage's text vectors
+USERS = 20  # operations spread over this many users, as a partition's keys would be
+
+
+@dataclass
+class Row:
+    store: str
+    method: str
+    ops: int
+    seconds: float
+
+
+def _lineage(i: int) -> SourceLineage:
+    return SourceLineage(topic="dialogue.events", partition=0, offset=i, event_id=f"e{i}")
+
+
+def fact_ops(tenant: str, n: int, rng: np.random.Generator) -> list[MemoryOperation]:
+    """N fact versions: chains of 4 versions, each new version closing the previous one."""
+    vectors = rng.standard_normal((n, DIM))
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    ops: list[MemoryOperation] = []
+    previous: dict[str, MemoryRecord] = {}
+    for i in range(n):
+        user, subject = f"u{i % USERS}", f"topic{(i // USERS) // 4}"
+        chain = ids.chain_id(tenant, user, subject, "is")
+        at = T0 + timedelta(minutes=i)
+        old = previous.get(chain)
+        record = MemoryRecord(
+            fact_id=ids.fact_id(chain, f"e{i}", f"value{i}", "affirmed"),
+            chain_id=chain,
+            tenant_id=tenant,
+            user_id=user,
+            session_id="s1",
+            subject=subject,
+            predicate="is",
+            object=f"value{i}",
+            kind=MemoryKind.FACT,
+            text=f"{subject} is value{i}",
+            confidence=0.9,
+            valid_from=at,
+            recorded_at=at,
+            version=old.version + 1 if old else 1,
+            supersedes=old.fact_id if old else None,
+            lineage=_lineage(i),
+            encoding=Encoding(combined=[float(v) for v in vectors[i]]),
+        )
+        if old is not None:
+            closed = old.model_copy(update={"valid_until": at})
+            ops.append(_op(OpType.CLOSE_FACT, i, 0, tenant, user, at, record=closed))
+        ops.append(_op(OpType.UPSERT_FACT, i, 1, tenant, user, at, record=record))
+        previous[chain] = record
+    return ops[:n]
+
+
+def working_ops(tenant: str, n: int) -> list[MemoryOperation]:
+    """N working-memory operations: 4 turns for every status update."""
+    ops = []
+    for i in range(n):
+        user, at = f"u{i % USERS}", datetime.now(UTC)
+        if i % 5 == 4:
+            status = StatusEntry(name=f"s{i % 7}", value=i, ttl_s=3600)
+            ops.append(_op(OpType.SET_STATUS, i, 0, tenant, user, at, status=status))
+        else:
+            turn = WorkingTurn(session_id="s1", turn_index=i, role="user", text=f"turn {i}", ts=at)
+            ops.append(_op(OpType.APPEND_TURN, i, 0, tenant, user, at, turn=turn))
+    return ops
+
+
+def _op(
+    op_type: OpType, i: int, k: int, tenant: str, user: str, at: datetime, **payload: object
+) -> MemoryOperation:
+    return MemoryOperation.model_validate(
+        {
+            "op_id": ids.op_id(f"e{i}", k, op_type.value),
+            "op_type": op_type,
+            "tenant_id": tenant,
+            "user_id": user,
+            "tiers": [Tier.WORKING, Tier.EPISODIC, Tier.SEMANTIC],
+            "lineage": _lineage(i),
+            "at": at,
+            **payload,
+        }
+    )
+
+
+def timed(store: str, method: str, ops: int, run: Callable[[], None]) -> Row:
+    started = time.perf_counter()
+    run()
+    return Row(store, method, ops, time.perf_counter() - started)
+
+
+def drive(sink: MemorySink, ops: Sequence[MemoryOperation], chunk: int) -> Callable[[], None]:
+    """Feed ``ops`` to a sink the way the sink job does: one write per polled batch."""
+
+    def run() -> None:
+        for start in range(0, len(ops), chunk):
+            sink.write(ops[start : start + chunk])
+        sink.flush()
+
+    return run
+
+
+def chunks(items: Sequence[object], size: int) -> list[Sequence[object]]:
+    return [items[start : start + size] for start in range(0, len(items), size)]
+
+
+def bench_redis(url: str, tenant: str, n: int, small: int, chunk: int) -> list[Row]:
+    client = redis.Redis.from_url(url, decode_responses=True)
+    ops = working_ops(tenant, n)
+
+    def sink(size: int) -> RedisMemory:
+        return RedisMemory(client, chunk_size=size, latency_budget_s=math.inf)
+
+    def baseline() -> None:
+        for part in chunks(ops, chunk):
+            pipe = client.pipeline(transaction=False)
+            for op in part:
+                assert isinstance(op, MemoryOperation)
+                pipe.hset(f"bench:{tenant}:{op.user_id}", op.op_id, op.model_dump_json())
+            pipe.execute()
+
+    rows = [
+        timed("redis", "writer batched", n, drive(sink(chunk), ops, chunk)),
+        timed("redis", "writer replay", n, drive(sink(chunk), ops, chunk)),
+        timed("redis", "writer op-by-op", small, drive(sink(1), ops[:small], 1)),
+        timed("redis", "baseline HSET (pipelined)", n, baseline),
+    ]
+    for pattern in (f"ms:{tenant}:*", f"bench:{tenant}:*"):
+        for key in client.scan_iter(match=pattern, count=1000):
+            client.delete(key)
+    client.close()
+    return rows
+
+
+def bench_chroma(
+    tenant: str, n: int, small: int, chunk: int, rng: np.random.Generator
+) -> list[Row]:
+    ops = fact_ops(tenant, n, rng)
+    with tempfile.TemporaryDirectory(prefix="bench-chroma-") as path:
+        client = chromadb.PersistentClient(path=path, settings=Settings(anonymized_telemetry=False))
+        embedding = MiniLMEmbeddingFunction()
+
+        def sink(size: int) -> ChromaMemory:
+            return ChromaMemory(
+                client, embedding_function=embedding, chunk_size=size, latency_budget_s=math.inf
+            )
+
+        plain = client.get_or_create_collection(
+            "bench-plain", configuration={"hnsw": {"space": "cosine"}}, embedding_function=embedding
+        )
+        records = [op.record for op in ops if op.record and op.op_type is OpType.UPSERT_FACT]
+
+        def baseline() -> None:
+            for part in chunks(records, chunk):
+                batch = [r for r in part if isinstance(r, MemoryRecord) and r.encoding]
+                plain.add(
+                    ids=[r.fact_id for r in batch],
+                    embeddings=[list(r.encoding.combined) for r in batch if r.encoding],
+                    metadatas=[{"tenant": r.tenant_id, "user": r.user_id} for r in batch],
+                    documents=[r.text for r in batch],
+                )
+
+        return [
+            timed("chroma", "writer batched", n, drive(sink(chunk), ops, chunk)),
+            timed("chroma", "writer replay", n, drive(sink(chunk), ops, chunk)),
+            timed("chroma", "writer op-by-op", small, drive(sink(1), ops[:small], 1)),
+            timed("chroma", f"baseline add ({len(records)} items)", len(records), baseline),
+        ]
+
+
+def bench_neo4j(
+    uri: str, tenant: str, n: int, small: int, chunk: int, rng: np.random.Generator
+) -> list[Row]:
+    ops = fact_ops(tenant, n, rng)
+    driver = neo4j.GraphDatabase.driver(uri)
+
+    def sink(size: int) -> Neo4jMemory:
+        return Neo4jMemory(driver, chunk_size=size, latency_budget_s=math.inf)
+
+    sink(chunk).setup()
+    rows_of = [
+        {"tenant_id": tenant, "fact_id": op.record.fact_id, "text": op.record.text}
+        for op in ops
+        if op.record
+    ]
+
+    def baseline() -> None:
+        for part in chunks(rows_of, chunk):
+            driver.execute_query(
+                "UNWIND $rows AS row CREATE (f:BenchFact) SET f = row", rows=list(part)
+            )
+
+    rows = [
+        timed("neo4j", "writer batched", n, drive(sink(chunk), ops, chunk)),
+        timed("neo4j", "writer replay", n, drive(sink(chunk), ops, chunk)),
+        timed("neo4j", "writer op-by-op", small, drive(sink(1), ops[:small], 1)),
+        timed("neo4j", "baseline UNWIND CREATE", n, baseline),
+    ]
+    erase = [_op(OpType.ERASE_USER, 0, 100 + u, tenant, f"u{u}", T0) for u in range(USERS)]
+    drive(sink(chunk), erase, chunk)()
+    driver.execute_query("MATCH (f:BenchFact {tenant_id: $t}) DELETE f", t=tenant)
+    driver.close()
+    return rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    # Defaults: the ports `memstream infra up` serves (memstream/settings.py).
+    parser.add_argument("--redis-url", default="redis://127.0.0.1:16379/0")
+    parser.add_argument("--neo4j-uri", default="bolt://127.0.0.1:17687")
+    parser.add_argument("--ops", type=int, default=2000)
+    parser.add_argument("--op-by-op", type=int, default=200, help="ops in the chunk-1 sample")
+    parser.add_argument("--chunk", type=int, default=256)
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--stores", nargs="+", default=["redis", "chroma", "neo4j"])
+    args = parser.parse_args()
+
+    tenant = f"bench-{uuid.uuid4().hex[:8]}"
+    rng = np.random.default_rng(args.seed)
+    benches: dict[str, Callable[[], list[Row]]] = {
+        "redis": lambda: bench_redis(args.redis_url, tenant, args.ops, args.op_by_op, args.chunk),
+        "chroma": lambda: bench_chroma(tenant, args.ops, args.op_by_op, args.chunk, rng),
+        "neo4j": lambda: bench_neo4j(
+            args.neo4j_uri, tenant, args.ops, args.op_by_op, args.chunk, rng
+        ),
+    }
+    rows = [row for store in args.stores for row in benches[store]()]
+    baselines = {r.store: r.ops / r.seconds for r in rows if r.method.startswith("baseline")}
+    print(f"\nchunk={args.chunk}  ops={args.ops}  op-by-op sample={args.op_by_op}\n")
+    print(f"{'store':<7} {'method':<30} {'ops':>6} {'seconds':>8} {'ops/s':>10} {'vs base':>8}")
+    for r in rows:
+        rate = r.ops / r.seconds
+        print(
+            f"{r.store:<7} {r.method:<30} {r.ops:>6} {r.seconds:>8.3f} {rate:>10,.0f} "
+            f"{rate / baselines[r.store]:>7.2f}x"
+        )
+
+
+if __name__ == "__main__":
+    main()

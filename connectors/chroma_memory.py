@@ -1,0 +1,419 @@
+"""Episodic memory in Chroma: one collection per tenant, one item per fact version.
+
+Item id = ``fact_id``; the vector is the record's ``encoding.combined`` (computed by
+the encode stage), or, when a record carries none, MiniLM on its text through the
+offline embedding function. Metadata holds tenant, user, session, intent, tier,
+polarity, kind, the triple, lineage and the times as epoch floats (so ``$lt``/``$gt``
+filters work); an open end (``valid_until``/``expires_at`` not set) is stored as
+:data:`OPEN_ENDED`, because a Chroma filter cannot test for a missing key.
+
+Idempotency: an upsert of a version already stored keeps its ``last_retrieved_at``
+and never re-opens a closed version (``valid_until`` only ever goes from open to a
+time); a version already moved to the archive collection is updated there, not
+brought back. Applying a batch twice therefore leaves both collections unchanged.
+
+Archive: :meth:`ChromaMemory.archive_stale` moves (upsert into ``…-archive``, then
+delete) the items whose ``last_retrieved_at`` is older than 30 days.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any, NamedTuple, cast
+
+import chromadb
+import numpy as np
+from chromadb.api.types import PyEmbedding, Where
+from chromadb.config import Settings
+from chromadb.errors import ChromaError
+
+from connectors.embedding import MiniLMEmbeddingFunction
+from connectors.protocols import (
+    DEFAULT_CHUNK_SIZE,
+    DEFAULT_LATENCY_BUDGET_S,
+    BatchingSink,
+    SearchHit,
+)
+from schemas.memory import MemoryRecord, Tier
+from schemas.ops import MemoryOperation, OpType
+
+# 9999-12-31T23:59:59Z: "no end" for valid_until / expires_at (see module docstring).
+OPEN_ENDED = 253402300799.0
+# DESIGN.md §4: "items not retrieved for 30 days are archived, not lost".
+ARCHIVE_AFTER = timedelta(days=30)
+# Metadata keys a caller may filter on through ``tags`` (equality only).
+TAG_KEYS = frozenset({"intent", "kind", "polarity", "predicate", "subject", "state"})
+
+Metadata = dict[str, str | int | float | bool]
+
+
+def _utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+def _epoch(value: datetime | None) -> float:
+    return OPEN_ENDED if value is None else value.timestamp()
+
+
+def _from_epoch(value: Any) -> datetime | None:
+    return (
+        None if value is None or float(value) >= OPEN_ENDED else datetime.fromtimestamp(value, UTC)
+    )
+
+
+def collection_name(tenant_id: str, namespace: str | None = None, *, archive: bool = False) -> str:
+    """A valid Chroma collection name for a tenant (and namespace), distinct per raw id.
+
+    Chroma allows ``[a-zA-Z0-9._-]``, 3-512 characters, alphanumeric at both ends
+    and no ``..``; characters outside that become ``-`` and a short hash of the raw
+    ids keeps two tenants that sanitise alike (``a@b`` / ``a-b``) apart.
+    """
+    raw = f"{namespace or ''}\x1f{tenant_id}"
+    digest = hashlib.blake2b(raw.encode("utf-8"), digest_size=6).hexdigest()
+    safe = re.sub(r"[^A-Za-z0-9_-]", "-", "-".join(p for p in (namespace, tenant_id) if p))
+    return f"ms-{safe}-{digest}" + ("-archive" if archive else "")
+
+
+def _metadata(record: MemoryRecord, last_retrieved_at: float) -> Metadata:
+    meta: Metadata = {
+        "tenant": record.tenant_id,
+        "user": record.user_id,
+        "tier": Tier.EPISODIC.value,
+        "chain_id": record.chain_id,
+        "subject": record.subject,
+        "predicate": record.predicate,
+        "object": record.object,
+        "polarity": record.polarity.value,
+        "kind": record.kind.value,
+        "state": record.state.value,
+        "confidence": record.confidence,
+        "version": record.version,
+        "time": record.valid_from.timestamp(),
+        "valid_from": record.valid_from.timestamp(),
+        "valid_until": _epoch(record.valid_until),
+        "expires_at": _epoch(record.expires_at),
+        "recorded_at": record.recorded_at.timestamp(),
+        "lineage_topic": record.lineage.topic,
+        "lineage_partition": record.lineage.partition,
+        "lineage_offset": record.lineage.offset,
+        "lineage_event_id": record.lineage.event_id,
+        "last_retrieved_at": last_retrieved_at,
+    }
+    optional = {
+        "session": record.session_id,
+        "intent": record.intent,
+        "supersedes": record.supersedes,
+    }
+    meta.update({key: value for key, value in optional.items() if value is not None})
+    return meta
+
+
+def _hit(
+    fact_id: str, meta: Mapping[str, Any], document: str | None, score: float | None
+) -> SearchHit:
+    valid_from = _from_epoch(meta["valid_from"])
+    assert valid_from is not None  # noqa: S101 - valid_from is always a finite time
+    return SearchHit.model_validate(
+        {
+            "tier": Tier.EPISODIC,
+            "fact_id": fact_id,
+            "chain_id": meta["chain_id"],
+            "tenant_id": meta["tenant"],
+            "user_id": meta["user"],
+            "session_id": meta.get("session"),
+            "subject": meta["subject"],
+            "predicate": meta["predicate"],
+            "object": meta["object"],
+            "polarity": meta["polarity"],
+            "kind": meta["kind"],
+            "text": document or "",
+            "version": meta["version"],
+            "valid_from": valid_from,
+            "valid_until": _from_epoch(meta["valid_until"]),
+            "expires_at": _from_epoch(meta["expires_at"]),
+            "supersedes": meta.get("supersedes"),
+            "lineage": {
+                "topic": meta["lineage_topic"],
+                "partition": meta["lineage_partition"],
+                "offset": meta["lineage_offset"],
+                "event_id": meta["lineage_event_id"],
+            },
+            "score": score,
+            "extra": {"last_retrieved_at": meta["last_retrieved_at"]},
+        }
+    )
+
+
+def _vector(values: Sequence[float]) -> PyEmbedding:
+    return list(values)
+
+
+def _compare(key: str, operator: str, value: float) -> Where:
+    """``{key: {operator: value}}`` (chromadb's Where type is too narrow for mypy here)."""
+    return cast(Where, {key: {operator: value}})
+
+
+def _where(clauses: list[Where]) -> Where:
+    return clauses[0] if len(clauses) == 1 else {"$and": clauses}
+
+
+class ChromaMemory(BatchingSink):
+    """Writer and reader of the episodic tier."""
+
+    tier = Tier.EPISODIC
+    store_name = "chroma"
+
+    def __init__(
+        self,
+        client: chromadb.ClientAPI,
+        *,
+        namespace: str | None = None,
+        embedding_function: MiniLMEmbeddingFunction | None = None,
+        clock: Callable[[], datetime] = _utcnow,
+        chunk_size: int = DEFAULT_CHUNK_SIZE,
+        latency_budget_s: float = DEFAULT_LATENCY_BUDGET_S,
+    ) -> None:
+        super().__init__(chunk_size=chunk_size, latency_budget_s=latency_budget_s)
+        self.client = client
+        self.namespace = namespace
+        self.embedding_function = embedding_function or MiniLMEmbeddingFunction()
+        self.clock = clock
+        self._collections: dict[tuple[str, bool], chromadb.Collection] = {}
+
+    @classmethod
+    def open(cls, path: str | Path, **kwargs: Any) -> ChromaMemory:
+        """An embedded (on-disk) Chroma at ``path``, telemetry off."""
+        client = chromadb.PersistentClient(
+            path=str(path), settings=Settings(anonymized_telemetry=False)
+        )
+        return cls(client, **kwargs)
+
+    def collection(self, tenant_id: str, *, archive: bool = False) -> chromadb.Collection:
+        """The tenant's live (or archive) collection, created on first use.
+
+        Handles are cached: opening a collection costs more than a small upsert.
+        """
+        key = (tenant_id, archive)
+        if key not in self._collections:
+            self._collections[key] = self.client.get_or_create_collection(
+                collection_name(tenant_id, self.namespace, archive=archive),
+                configuration={"hnsw": {"space": "cosine"}},
+                embedding_function=self.embedding_function,  # type: ignore[arg-type]
+            )
+        return self._collections[key]
+
+    def setup(self) -> None:
+        """Check the store answers; collections are created per tenant on first write."""
+        self.client.heartbeat()
+
+    def _is_transient(self, error: Exception) -> bool:
+        # An embedded Chroma fails with ChromaError subclasses (e.g. a locked or
+        # full store); an HTTP client adds connection errors.
+        return isinstance(error, ChromaError | ConnectionError | TimeoutError)
+
+    def _apply(self, ops: Sequence[MemoryOperation]) -> None:
+        facts: dict[tuple[str, str], MemoryRecord] = {}
+        for op in ops:
+            if op.op_type is OpType.ERASE_USER:
+                self._write_facts(facts)
+                facts = {}
+                self._erase_user(op.tenant_id, op.user_id)
+            elif op.op_type in (OpType.UPSERT_FACT, OpType.CLOSE_FACT) and op.record:
+                key = (op.tenant_id, op.record.fact_id)
+                facts[key] = _merge(facts.get(key), op.record)
+            # Pending items, turns and statuses live in Redis only.
+        self._write_facts(facts)
+
+    def _write_facts(self, facts: Mapping[tuple[str, str], MemoryRecord]) -> None:
+        by_tenant: dict[str, list[MemoryRecord]] = {}
+        for (tenant_id, _), record in facts.items():
+            by_tenant.setdefault(tenant_id, []).append(record)
+        for tenant_id, records in by_tenant.items():
+            live = self.collection(tenant_id)
+            archive = self.collection(tenant_id, archive=True)
+            ids = [r.fact_id for r in records]
+            in_live = _stored(live, ids)
+            in_archive = _stored(archive, [i for i in ids if i not in in_live])
+            now = self.clock().timestamp()
+            for target, stored in ((live, in_live), (archive, in_archive)):
+                chosen = [r for r in records if r.fact_id in stored]
+                if target is live:
+                    chosen += [r for r in records if r.fact_id not in in_live | in_archive]
+                _upsert(target, chosen, stored, now)
+
+    def _erase_user(self, tenant_id: str, user_id: str) -> None:
+        for archive in (False, True):
+            self.collection(tenant_id, archive=archive).delete(where={"user": user_id})
+
+    def query(
+        self,
+        tenant_id: str,
+        user_id: str,
+        *,
+        embedding: Sequence[float] | None = None,
+        text: str | None = None,
+        k: int = 10,
+        at: datetime | None = None,
+        session_id: str | None = None,
+        tags: Mapping[str, str] | None = None,
+    ) -> list[SearchHit]:
+        """The ``k`` nearest versions of a user's facts; marks them retrieved now.
+
+        ``at`` keeps only the versions current at that time; ``tags`` are equality
+        filters on the metadata keys in :data:`TAG_KEYS`.
+        """
+        if (embedding is None) == (text is None):
+            raise ValueError("pass exactly one of embedding or text")
+        unknown = set(tags or {}) - TAG_KEYS
+        if unknown:
+            raise ValueError(f"cannot filter on {sorted(unknown)}; allowed: {sorted(TAG_KEYS)}")
+        clauses: list[Where] = [{"tenant": tenant_id}, {"user": user_id}]
+        if at is not None:
+            stamp = at.timestamp()
+            clauses += [
+                _compare("valid_from", "$lte", stamp),
+                _compare("valid_until", "$gt", stamp),
+                _compare("expires_at", "$gt", stamp),
+            ]
+        if session_id is not None:
+            clauses.append({"session": session_id})
+        clauses += [{key: value} for key, value in (tags or {}).items()]
+        live = self.collection(tenant_id)
+        result = live.query(
+            query_embeddings=[_vector(embedding)] if embedding is not None else None,
+            query_texts=[text] if text is not None else None,
+            n_results=k,
+            where=_where(clauses),
+            include=["metadatas", "documents", "distances"],
+        )
+        ids = result["ids"][0]
+        metas = (result["metadatas"] or [[]])[0]
+        docs = (result["documents"] or [[]])[0]
+        distances = (result["distances"] or [[]])[0]
+        if ids:
+            # Retrieval is what keeps an item out of the archive.
+            now = self.clock().timestamp()
+            live.update(ids=ids, metadatas=[{"last_retrieved_at": now} for _ in ids])
+        return [
+            _hit(i, m, d, 1.0 - dist)
+            for i, m, d, dist in zip(ids, metas, docs, distances, strict=True)
+        ]
+
+    def get(self, tenant_id: str, user_id: str, *, archived: bool = False) -> list[SearchHit]:
+        """Every stored version of a user's facts (no similarity, not marked retrieved)."""
+        found = self.collection(tenant_id, archive=archived).get(
+            where=_where([{"tenant": tenant_id}, {"user": user_id}]),
+            include=["metadatas", "documents"],
+        )
+        metas = found["metadatas"] or []
+        docs = found["documents"] or []
+        hits = [_hit(i, m, d, None) for i, m, d in zip(found["ids"], metas, docs, strict=True)]
+        return sorted(hits, key=lambda h: (h.chain_id, h.version, h.fact_id))
+
+    def archive_stale(self, tenant_id: str, *, max_idle: timedelta = ARCHIVE_AFTER) -> int:
+        """Move items not retrieved for ``max_idle`` to the archive; returns how many."""
+        cutoff = (self.clock() - max_idle).timestamp()
+        live = self.collection(tenant_id)
+        stale = live.get(
+            where=_where([_compare("last_retrieved_at", "$lt", cutoff)]),
+            include=["embeddings", "metadatas", "documents"],
+        )
+        if not stale["ids"]:
+            return 0
+        # Copy first, then delete: a crash in between leaves a duplicate that the
+        # next run resolves, never a loss.
+        self.collection(tenant_id, archive=True).upsert(
+            ids=stale["ids"],
+            embeddings=stale["embeddings"],
+            metadatas=stale["metadatas"],
+            documents=stale["documents"],
+        )
+        live.delete(ids=stale["ids"])
+        return len(stale["ids"])
+
+
+def _merge(earlier: MemoryRecord | None, later: MemoryRecord) -> MemoryRecord:
+    """Two writes of one version in a chunk: the later wins, a close is never undone."""
+    if earlier is None:
+        return later
+    update: dict[str, Any] = {}
+    if later.valid_until is None and earlier.valid_until is not None:
+        update["valid_until"] = earlier.valid_until
+    if not (later.encoding and later.encoding.combined) and earlier.encoding:
+        update["encoding"] = earlier.encoding
+    return later.model_copy(update=update)
+
+
+class _Stored(NamedTuple):
+    metadata: Mapping[str, Any]
+    document: str | None
+    embedding: Any  # a float32 numpy row
+
+
+def _stored(collection: chromadb.Collection, ids: Iterable[str]) -> dict[str, _Stored]:
+    wanted = list(ids)
+    if not wanted:
+        return {}
+    found = collection.get(ids=wanted, include=["metadatas", "documents", "embeddings"])
+    metas = found["metadatas"] or []
+    docs = found["documents"] or []
+    vectors = found["embeddings"] if found["embeddings"] is not None else []
+    rows = zip(found["ids"], metas, docs, vectors, strict=True)
+    return {i: _Stored(m, d, e) for i, m, d, e in rows}
+
+
+def _unchanged(old: _Stored, meta: Metadata, document: str, vector: list[float] | None) -> bool:
+    # Chroma keeps float32 vectors: 1e-6 is well above their rounding of unit vectors.
+    same_vector = vector is None or bool(np.allclose(old.embedding, vector, atol=1e-6))
+    return dict(old.metadata) == meta and old.document == document and same_vector
+
+
+def _upsert(
+    collection: chromadb.Collection,
+    records: Sequence[MemoryRecord],
+    stored: Mapping[str, _Stored],
+    now: float,
+) -> None:
+    """Write versions, keeping stored retrieval times, closes and vectors.
+
+    A version stored exactly as it would be written (a replay) is skipped, so a
+    replay costs one read and no index update.
+    """
+    with_vector: list[tuple[MemoryRecord, Metadata]] = []
+    without_vector: list[tuple[MemoryRecord, Metadata]] = []
+    for record in records:
+        old = stored.get(record.fact_id)
+        meta = _metadata(record, float(old.metadata["last_retrieved_at"]) if old else now)
+        if old is not None and meta["valid_until"] == OPEN_ENDED:
+            meta["valid_until"] = old.metadata["valid_until"]
+        vector = record.encoding.combined if record.encoding and record.encoding.combined else None
+        if old is not None and _unchanged(old, meta, record.statement(), vector):
+            continue
+        (with_vector if vector else without_vector).append((record, meta))
+    if with_vector:
+        collection.upsert(
+            ids=[r.fact_id for r, _ in with_vector],
+            embeddings=[_vector(r.encoding.combined) for r, _ in with_vector if r.encoding],
+            metadatas=[m for _, m in with_vector],
+            documents=[r.statement() for r, _ in with_vector],
+        )
+    # Without a vector: a stored item keeps its vector (metadata-only update, e.g. a
+    # close that carries no encoding); a new one is embedded from its text.
+    updates = [(r, m) for r, m in without_vector if r.fact_id in stored]
+    inserts = [(r, m) for r, m in without_vector if r.fact_id not in stored]
+    if updates:
+        collection.update(
+            ids=[r.fact_id for r, _ in updates],
+            metadatas=[m for _, m in updates],
+            documents=[r.statement() for r, _ in updates],
+        )
+    if inserts:
+        collection.upsert(
+            ids=[r.fact_id for r, _ in inserts],
+            metadatas=[m for _, m in inserts],
+            documents=[r.statement() for r, _ in inserts],
+        )

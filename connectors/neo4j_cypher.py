@@ -1,0 +1,98 @@
+"""Every Cypher statement of the semantic tier, parameterised, one per aggregate operation.
+
+No statement is ever built from data: values (entity names included) only travel
+as parameters, so text such as ``x'}) DETACH DELETE n //`` is stored as text.
+Every MATCH/MERGE names ``ns`` (the namespace, "" for live memory) and the
+tenant id, so one tenant's statements can never reach another tenant's nodes.
+"""
+
+from __future__ import annotations
+
+# Composite property uniqueness constraints exist in Neo4j 5 Community (key
+# constraints would need Enterprise). ``IF NOT EXISTS`` makes setup idempotent.
+CONSTRAINTS = (
+    "CREATE CONSTRAINT ms_user IF NOT EXISTS "
+    "FOR (u:User) REQUIRE (u.ns, u.tenant_id, u.user_id) IS UNIQUE",
+    "CREATE CONSTRAINT ms_fact IF NOT EXISTS FOR (f:Fact) REQUIRE (f.ns, f.fact_id) IS UNIQUE",
+    "CREATE CONSTRAINT ms_entity IF NOT EXISTS "
+    "FOR (e:Entity) REQUIRE (e.ns, e.tenant_id, e.name) IS UNIQUE",
+    "CREATE INDEX ms_fact_chain IF NOT EXISTS FOR (f:Fact) ON (f.ns, f.tenant_id, f.chain_id)",
+    # LINK_SUPERSEDES looks versions up by the id they supersede; without this
+    # index that is a label scan per row (the batched writer ran ~10x slower).
+    "CREATE INDEX ms_fact_supersedes IF NOT EXISTS FOR (f:Fact) ON (f.supersedes)",
+)
+
+# One row per fact version. A version already stored is updated in place; its
+# valid_until only ever goes from open to a time (a replayed upsert of a closed
+# version does not re-open it). A Fact node of another tenant with the same id is
+# left untouched (the WHERE after the MERGE).
+UPSERT_FACTS = """
+UNWIND $rows AS row
+MERGE (f:Fact {ns: $ns, fact_id: row.fact_id})
+  ON CREATE SET f.tenant_id = row.tenant_id
+WITH f, row WHERE f.tenant_id = row.tenant_id
+MERGE (u:User {ns: $ns, tenant_id: row.tenant_id, user_id: row.user_id})
+SET f += row.props, f.valid_until = coalesce(row.valid_until, f.valid_until)
+MERGE (u)-[:HAS_FACT]->(f)
+MERGE (s:Entity {ns: $ns, tenant_id: row.tenant_id, name: row.props.subject})
+MERGE (f)-[:ABOUT {role: 'subject'}]->(s)
+FOREACH (name IN CASE WHEN row.props.object = '' THEN [] ELSE [row.props.object] END |
+  MERGE (o:Entity {ns: $ns, tenant_id: row.tenant_id, name: name})
+  MERGE (f)-[:ABOUT {role: 'object'}]->(o))
+"""
+
+# Links each version to the one it supersedes, in both directions so the order in
+# which the two versions arrive does not matter.
+LINK_SUPERSEDES = """
+UNWIND $rows AS row
+MATCH (f:Fact {ns: $ns, tenant_id: row.tenant_id, fact_id: row.fact_id})
+OPTIONAL MATCH (older:Fact {ns: $ns, tenant_id: row.tenant_id, fact_id: row.props.supersedes})
+OPTIONAL MATCH (newer:Fact {ns: $ns, tenant_id: row.tenant_id, supersedes: row.fact_id})
+FOREACH (o IN CASE WHEN older IS NULL THEN [] ELSE [older] END | MERGE (f)-[:SUPERSEDES]->(o))
+FOREACH (n IN CASE WHEN newer IS NULL THEN [] ELSE [newer] END | MERGE (n)-[:SUPERSEDES]->(f))
+"""
+
+# Forgets a user: the user node, every fact version, and the entities no other
+# fact of the tenant is about any more.
+ERASE_USER = """
+MATCH (u:User {ns: $ns, tenant_id: $tenant_id, user_id: $user_id})
+OPTIONAL MATCH (u)-[:HAS_FACT]->(f:Fact)
+OPTIONAL MATCH (f)-[:ABOUT]->(e:Entity)
+WITH u, collect(DISTINCT f) AS facts, collect(DISTINCT e) AS entities
+FOREACH (f IN facts | DETACH DELETE f)
+DETACH DELETE u
+WITH entities
+UNWIND entities AS e
+WITH e WHERE NOT (e)<-[:ABOUT]-()
+DELETE e
+"""
+
+# The versions that hold at $at (validity and TTL), optionally of some kinds only.
+FACTS_AS_OF = """
+MATCH (:User {ns: $ns, tenant_id: $tenant_id, user_id: $user_id})-[:HAS_FACT]->(f:Fact)
+WHERE f.valid_from <= $at
+  AND (f.valid_until IS NULL OR f.valid_until > $at)
+  AND (f.expires_at IS NULL OR f.expires_at > $at)
+  AND ($kinds IS NULL OR f.kind IN $kinds)
+RETURN f ORDER BY f.subject, f.predicate, f.version, f.fact_id
+"""
+
+# Every version of one (subject, predicate) chain, oldest first.
+CHAIN = """
+MATCH (:User {ns: $ns, tenant_id: $tenant_id, user_id: $user_id})-[:HAS_FACT]->(f:Fact)
+WHERE f.chain_id = $chain_id
+RETURN f ORDER BY f.version, f.valid_from, f.fact_id
+"""
+
+# Everything one tenant holds, for audits and for the idempotency tests.
+TENANT_SNAPSHOT = """
+MATCH (n {ns: $ns, tenant_id: $tenant_id})
+OPTIONAL MATCH (n)-[r]->(m {ns: $ns, tenant_id: $tenant_id})
+RETURN labels(n) AS labels, properties(n) AS props,
+       type(r) AS rel, properties(r) AS rel_props, properties(m) AS target
+"""
+
+# The names of the entities of a tenant (the injection test reads them back).
+ENTITY_NAMES = """
+MATCH (e:Entity {ns: $ns, tenant_id: $tenant_id}) RETURN e.name AS name ORDER BY name
+"""

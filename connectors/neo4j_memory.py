@@ -1,0 +1,247 @@
+"""Semantic memory in Neo4j: users, fact versions with validity, entities, supersedes links.
+
+Graph model (every node carries ``ns`` — the namespace, "" for live memory — and
+``tenant_id``)::
+
+    (:User {tenant_id, user_id})-[:HAS_FACT]->(:Fact {fact_id, chain_id, subject,
+        predicate, object, polarity, kind, text, confidence, version, valid_from,
+        valid_until, expires_at, recorded_at, supersedes, state, lineage_*})
+    (:Fact)-[:ABOUT {role: "subject" | "object"}]->(:Entity {tenant_id, name})
+    (:Fact)-[:SUPERSEDES]->(:Fact)          newer version -> the version it closed
+
+Relations are reified as Fact nodes, so each version keeps its own validity and
+lineage. Relation-style access (preference, commitment, restriction, status) is
+:meth:`Neo4jMemory.relations`: the current facts of the matching
+:class:`~schemas.memory.MemoryKind` (a restriction is a ``rule``), each naming the
+object entity it points at. Queries live in :mod:`connectors.neo4j_cypher`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from datetime import UTC, datetime
+from enum import StrEnum
+from typing import Any
+
+import neo4j
+from neo4j.exceptions import ServiceUnavailable, SessionExpired, TransientError
+
+from connectors import neo4j_cypher as cypher
+from connectors.protocols import (
+    DEFAULT_CHUNK_SIZE,
+    DEFAULT_LATENCY_BUDGET_S,
+    BatchingSink,
+    SearchHit,
+)
+from schemas.ids import chain_id
+from schemas.memory import MemoryKind, MemoryRecord, Tier
+from schemas.ops import MemoryOperation, OpType
+
+
+class Relation(StrEnum):
+    """The relation families of DESIGN.md §4 and the fact kind each one reads."""
+
+    PREFERENCE = "preference"
+    COMMITMENT = "commitment"
+    RESTRICTION = "restriction"
+    STATUS = "status"
+
+
+_RELATION_KIND = {
+    Relation.PREFERENCE: MemoryKind.PREFERENCE,
+    Relation.COMMITMENT: MemoryKind.COMMITMENT,
+    Relation.RESTRICTION: MemoryKind.RULE,
+    Relation.STATUS: MemoryKind.STATUS,
+}
+
+
+def _utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+def _row(record: MemoryRecord) -> dict[str, Any]:
+    """Query parameters of one version (datetimes travel as Neo4j DateTime)."""
+    props = {
+        "tenant_id": record.tenant_id,
+        "user_id": record.user_id,
+        "chain_id": record.chain_id,
+        "session_id": record.session_id,
+        "subject": record.subject,
+        "predicate": record.predicate,
+        "object": record.object,
+        "polarity": record.polarity.value,
+        "kind": record.kind.value,
+        "text": record.text,
+        "intent": record.intent,
+        "confidence": record.confidence,
+        "authoritative": record.authoritative,
+        "confirmations": record.confirmations,
+        "version": record.version,
+        "valid_from": record.valid_from,
+        "recorded_at": record.recorded_at,
+        "expires_at": record.expires_at,
+        "supersedes": record.supersedes,
+        "state": record.state.value,
+        "lineage_topic": record.lineage.topic,
+        "lineage_partition": record.lineage.partition,
+        "lineage_offset": record.lineage.offset,
+        "lineage_event_id": record.lineage.event_id,
+    }
+    return {
+        "tenant_id": record.tenant_id,
+        "user_id": record.user_id,
+        "fact_id": record.fact_id,
+        "valid_until": record.valid_until,
+        "props": props,
+    }
+
+
+def _native(value: Any) -> Any:
+    return value.to_native() if hasattr(value, "to_native") else value
+
+
+def _hit(node: Mapping[str, Any]) -> SearchHit:
+    f = {key: _native(value) for key, value in dict(node).items()}
+    return SearchHit.model_validate(
+        {
+            "tier": Tier.SEMANTIC,
+            **{key: f.get(key) for key in SearchHit.model_fields if key in f},
+            "lineage": {
+                "topic": f["lineage_topic"],
+                "partition": f["lineage_partition"],
+                "offset": f["lineage_offset"],
+                "event_id": f["lineage_event_id"],
+            },
+            "extra": {"confidence": f["confidence"], "state": f["state"]},
+        }
+    )
+
+
+class Neo4jMemory(BatchingSink):
+    """Writer and reader of the semantic tier."""
+
+    tier = Tier.SEMANTIC
+    store_name = "neo4j"
+
+    def __init__(
+        self,
+        driver: neo4j.Driver,
+        *,
+        database: str | None = None,
+        namespace: str = "",
+        clock: Callable[[], datetime] = _utcnow,
+        chunk_size: int = DEFAULT_CHUNK_SIZE,
+        latency_budget_s: float = DEFAULT_LATENCY_BUDGET_S,
+    ) -> None:
+        super().__init__(chunk_size=chunk_size, latency_budget_s=latency_budget_s)
+        self.driver = driver
+        self.database = database
+        self.namespace = namespace
+        self.clock = clock
+
+    @classmethod
+    def connect(cls, uri: str, auth: tuple[str, str] | None = None, **kwargs: Any) -> Neo4jMemory:
+        """A writer on a new driver for ``uri`` (``bolt://host:port``)."""
+        return cls(neo4j.GraphDatabase.driver(uri, auth=auth), **kwargs)
+
+    def close(self) -> None:
+        """Close the driver."""
+        self.driver.close()
+
+    def setup(self) -> None:
+        """Create the uniqueness constraints and the chain index (idempotent)."""
+        for statement in cypher.CONSTRAINTS:
+            self.driver.execute_query(statement, database_=self.database)
+
+    def _is_transient(self, error: Exception) -> bool:
+        return isinstance(error, ServiceUnavailable | SessionExpired | TransientError)
+
+    def _apply(self, ops: Sequence[MemoryOperation]) -> None:
+        with self.driver.session(database=self.database) as session:
+            session.execute_write(self._apply_in, ops)
+
+    def _apply_in(self, tx: neo4j.ManagedTransaction, ops: Sequence[MemoryOperation]) -> None:
+        """One transaction: consecutive fact writes go as one UNWIND; an erase splits them."""
+        rows: list[dict[str, Any]] = []
+        for op in ops:
+            if op.op_type is OpType.ERASE_USER:
+                self._write_rows(tx, rows)
+                rows = []
+                params = {"ns": self.namespace, "tenant_id": op.tenant_id, "user_id": op.user_id}
+                tx.run(cypher.ERASE_USER, params).consume()
+            elif op.op_type in (OpType.UPSERT_FACT, OpType.CLOSE_FACT) and op.record:
+                rows.append(_row(op.record))
+            # Pending items, turns and statuses live in Redis only.
+        self._write_rows(tx, rows)
+
+    def _write_rows(self, tx: neo4j.ManagedTransaction, rows: list[dict[str, Any]]) -> None:
+        if rows:
+            tx.run(cypher.UPSERT_FACTS, rows=rows, ns=self.namespace).consume()
+            tx.run(cypher.LINK_SUPERSEDES, rows=rows, ns=self.namespace).consume()
+
+    def _read(self, query: str, **params: Any) -> list[neo4j.Record]:
+        records, _, _ = self.driver.execute_query(
+            query,
+            parameters_={"ns": self.namespace, **params},
+            database_=self.database,
+            routing_=neo4j.RoutingControl.READ,
+        )
+        return list(records)
+
+    def facts_as_of(
+        self,
+        tenant_id: str,
+        user_id: str,
+        at: datetime,
+        kinds: Sequence[MemoryKind] | None = None,
+    ) -> list[SearchHit]:
+        """The versions of a user's facts that held at ``at`` (validity and TTL)."""
+        found = self._read(
+            cypher.FACTS_AS_OF,
+            tenant_id=tenant_id,
+            user_id=user_id,
+            at=at,
+            kinds=[k.value for k in kinds] if kinds is not None else None,
+        )
+        return [_hit(r["f"]) for r in found]
+
+    def current_facts(
+        self, tenant_id: str, user_id: str, kinds: Sequence[MemoryKind] | None = None
+    ) -> list[SearchHit]:
+        """The versions that hold now (by the injected clock)."""
+        return self.facts_as_of(tenant_id, user_id, self.clock(), kinds)
+
+    def relations(
+        self, tenant_id: str, user_id: str, relation: Relation, at: datetime | None = None
+    ) -> list[SearchHit]:
+        """A user's current relations of one family (e.g. every preference)."""
+        return self.facts_as_of(tenant_id, user_id, at or self.clock(), [_RELATION_KIND[relation]])
+
+    def chain(self, tenant_id: str, user_id: str, subject: str, predicate: str) -> list[SearchHit]:
+        """Every version of one (subject, predicate), oldest first."""
+        found = self._read(
+            cypher.CHAIN,
+            tenant_id=tenant_id,
+            user_id=user_id,
+            chain_id=chain_id(tenant_id, user_id, subject, predicate),
+        )
+        return [_hit(r["f"]) for r in found]
+
+    def entity_names(self, tenant_id: str) -> list[str]:
+        """The names of a tenant's entities."""
+        return [r["name"] for r in self._read(cypher.ENTITY_NAMES, tenant_id=tenant_id)]
+
+    def snapshot(self, tenant_id: str) -> list[dict[str, Any]]:
+        """Every node and edge of a tenant, as sorted plain data (for audits and tests)."""
+        found = self._read(cypher.TENANT_SNAPSHOT, tenant_id=tenant_id)
+        rows = [
+            {
+                "labels": sorted(r["labels"]),
+                "props": {k: _native(v) for k, v in r["props"].items()},
+                "rel": r["rel"],
+                "rel_props": r["rel_props"],
+                "target": {k: _native(v) for k, v in (r["target"] or {}).items()},
+            }
+            for r in found
+        ]
+        return sorted(rows, key=repr)

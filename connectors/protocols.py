@@ -1,0 +1,208 @@
+"""The contracts every memory store connector implements, in one place.
+
+- :class:`MemorySink` — what the sink job drives: ``setup()`` once, ``write(batch)``
+  for each batch of :class:`~schemas.ops.MemoryOperation`, ``flush()`` before it
+  commits its Kafka offsets. A sink that cannot keep up raises
+  :class:`BackpressureError` carrying the operations it did not apply, so the job
+  can put exactly those into the Redis spool and replay them later.
+- :class:`BatchingSink` — the one implementation of that buffering / error-mapping
+  logic, shared by the Redis, Chroma and Neo4j writers (each only says how to apply
+  one chunk of operations to its store).
+- :class:`SearchHit` — the one model every store's fact reader returns.
+"""
+
+from __future__ import annotations
+
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from datetime import datetime
+from typing import ClassVar, Protocol, Self, runtime_checkable
+
+from pydantic import AwareDatetime, Field
+
+from schemas._base import Frozen, Scalar
+from schemas.lineage import SourceLineage
+from schemas.memory import MemoryKind, MemoryRecord, Polarity, Tier
+from schemas.ops import MemoryOperation
+
+# DESIGN.md §5: "when a store's write latency goes over 200 ms or it is down,
+# operations go to a Redis spool instead".
+DEFAULT_LATENCY_BUDGET_S = 0.2
+# Operations applied per store round trip. 256 keeps one Neo4j UNWIND transaction
+# and one Chroma upsert well below a second on the 2-core dev machine (see
+# benchmarks/bench_writers.py for the measured rates).
+DEFAULT_CHUNK_SIZE = 256
+
+
+class BackpressureError(Exception):
+    """A store is down or too slow: ``operations`` were NOT applied and must be spooled.
+
+    Every write is idempotent, so spooling an operation that was in fact
+    partially applied (a chunk interrupted mid-way) is harmless: replaying it
+    converges to the same state.
+    """
+
+    def __init__(self, store: str, reason: str, operations: Sequence[MemoryOperation]) -> None:
+        super().__init__(f"{store}: {reason} ({len(operations)} operation(s) not applied)")
+        self.store = store
+        self.reason = reason
+        self.operations: list[MemoryOperation] = list(operations)
+
+
+@runtime_checkable
+class MemorySink(Protocol):
+    """A memory tier that applies operations idempotently."""
+
+    @property
+    def tier(self) -> Tier:
+        """The tier this sink writes; it keeps only operations that list it."""
+        ...
+
+    def setup(self) -> None:
+        """Create what the store needs (constraints, collections); safe to call again."""
+        ...
+
+    def write(self, batch: Sequence[MemoryOperation]) -> None:
+        """Accept a batch; may apply it now or on :meth:`flush`. Raises BackpressureError."""
+        ...
+
+    def flush(self) -> None:
+        """Apply everything accepted so far. Raises BackpressureError."""
+        ...
+
+
+class BatchingSink(ABC):
+    """Buffers operations for one tier and applies them in chunks.
+
+    ``write`` keeps the operations addressed to this sink's tier and applies every
+    full chunk at once; ``flush`` applies the remainder. A transient store error
+    or a chunk slower than the latency budget raises :class:`BackpressureError`
+    with every operation not yet applied (the buffer is then empty: the caller
+    owns those operations).
+    """
+
+    tier: ClassVar[Tier]
+    store_name: ClassVar[str]
+
+    def __init__(
+        self,
+        *,
+        chunk_size: int = DEFAULT_CHUNK_SIZE,
+        latency_budget_s: float = DEFAULT_LATENCY_BUDGET_S,
+    ) -> None:
+        if chunk_size < 1:
+            raise ValueError("chunk_size must be >= 1")
+        self.chunk_size = chunk_size
+        self.latency_budget_s = latency_budget_s
+        self._buffer: list[MemoryOperation] = []
+
+    @abstractmethod
+    def setup(self) -> None:
+        """Create what the store needs; idempotent."""
+
+    @abstractmethod
+    def _apply(self, ops: Sequence[MemoryOperation]) -> None:
+        """Apply one chunk of operations (all addressed to this tier) to the store."""
+
+    @abstractmethod
+    def _is_transient(self, error: Exception) -> bool:
+        """Whether ``error`` means the store is unavailable (spool) rather than a bug."""
+
+    def write(self, batch: Sequence[MemoryOperation]) -> None:
+        """Buffer the operations for this tier and apply every full chunk."""
+        self._buffer.extend(op for op in batch if self.tier in op.tiers)
+        self._drain(full_chunks_only=True)
+
+    def flush(self) -> None:
+        """Apply every buffered operation."""
+        self._drain(full_chunks_only=False)
+
+    def _drain(self, *, full_chunks_only: bool) -> None:
+        while self._buffer and (len(self._buffer) >= self.chunk_size or not full_chunks_only):
+            chunk = self._buffer[: self.chunk_size]
+            started = time.perf_counter()
+            try:
+                self._apply(chunk)
+            except Exception as error:
+                if not self._is_transient(error):
+                    raise
+                unapplied, self._buffer = self._buffer, []
+                raise BackpressureError(self.store_name, repr(error), unapplied) from error
+            del self._buffer[: len(chunk)]
+            elapsed = time.perf_counter() - started
+            if elapsed > self.latency_budget_s and self._buffer:
+                unapplied, self._buffer = self._buffer, []
+                reason = f"chunk took {elapsed:.3f}s > budget {self.latency_budget_s:.3f}s"
+                raise BackpressureError(self.store_name, reason, unapplied)
+
+
+class SearchHit(Frozen):
+    """One fact version as read back from any tier.
+
+    ``score`` is set by similarity reads (higher is closer); ``extra`` holds the
+    few store-specific values a reader adds (a pending item's reason and expiry,
+    a Chroma item's ``last_retrieved_at``).
+    """
+
+    tier: Tier
+    fact_id: str
+    chain_id: str
+    tenant_id: str
+    user_id: str
+    session_id: str | None = None
+    subject: str
+    predicate: str
+    object: str
+    polarity: Polarity
+    kind: MemoryKind
+    text: str = ""
+    version: int
+    valid_from: AwareDatetime
+    valid_until: AwareDatetime | None = None
+    expires_at: AwareDatetime | None = None
+    supersedes: str | None = None
+    lineage: SourceLineage | None = None
+    score: float | None = None
+    extra: dict[str, Scalar] = Field(default_factory=dict)
+
+    @classmethod
+    def from_record(
+        cls,
+        record: MemoryRecord,
+        tier: Tier,
+        *,
+        score: float | None = None,
+        extra: dict[str, Scalar] | None = None,
+    ) -> Self:
+        """The hit for a full record (stores that keep the whole record)."""
+        return cls(
+            tier=tier,
+            fact_id=record.fact_id,
+            chain_id=record.chain_id,
+            tenant_id=record.tenant_id,
+            user_id=record.user_id,
+            session_id=record.session_id,
+            subject=record.subject,
+            predicate=record.predicate,
+            object=record.object,
+            polarity=record.polarity,
+            kind=record.kind,
+            text=record.text,
+            version=record.version,
+            valid_from=record.valid_from,
+            valid_until=record.valid_until,
+            expires_at=record.expires_at,
+            supersedes=record.supersedes,
+            lineage=record.lineage,
+            score=score,
+            extra=extra or {},
+        )
+
+    def is_current(self, at: datetime) -> bool:
+        """Whether this version holds at ``at`` (same rule as MemoryRecord.is_current)."""
+        if self.valid_from > at:
+            return False
+        if self.valid_until is not None and self.valid_until <= at:
+            return False
+        return self.expires_at is None or self.expires_at > at

@@ -1,0 +1,263 @@
+"""Working memory in Redis, and the backpressure spool.
+
+Clients must be created with ``decode_responses=True`` (``from_url`` does so).
+redis-py types every sync reply as ``Awaitable | Any``; the ``cast`` calls below
+name what the sync client really returns.
+
+Keys (``{ns}:`` only when a namespace is given, e.g. a replay's shadow namespace)::
+
+    {ns}:ms:{tenant}:{user}:turns:{session}   sorted set: turn JSON scored by turn_index,
+                                              the last TURNS_KEPT kept
+    {ns}:ms:{tenant}:{user}:status:{name}     string: JSON value, absolute expiry
+                                              (one key per status: Redis 7.0 has no HEXPIRE)
+    {ns}:ms:{tenant}:{user}:pending           sorted set: fact_id scored by expiry (epoch s)
+    {ns}:ms:{tenant}:{user}:pending:items     hash: fact_id -> {record, reason, expires_at}
+    {ns}:ms:{tenant}:{user}:pending:resolved  hash: fact_id -> confirmed | rejected
+    {ns}:ms:spool                             stream: operations waiting for a store
+
+Idempotency: a turn replaces any entry with its turn_index before the list is
+trimmed; a status expires at ``op.at + ttl`` (absolute, so a replay sets the same
+expiry); a pending item already resolved is not queued again (checked atomically
+in a Lua script). Tenant and user ids are ``[A-Za-z0-9_.@-]`` (schemas._base), so
+they hold no ``:`` and no glob character.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime, timedelta
+from typing import Any, cast
+
+import redis
+
+from connectors.protocols import (
+    DEFAULT_CHUNK_SIZE,
+    DEFAULT_LATENCY_BUDGET_S,
+    BatchingSink,
+    SearchHit,
+)
+from schemas._base import Scalar
+from schemas.memory import MemoryRecord, Tier
+from schemas.ops import MemoryOperation, OpType, WorkingTurn
+
+# DESIGN.md §4: working memory holds "the last 5 turns per session".
+TURNS_KEPT = 5
+# How long a pending item waits for a confirm/reject action. Neither DESIGN.md nor
+# issue 4 fixes it; a week covers a user coming back after a weekend.
+DEFAULT_PENDING_TTL = timedelta(days=7)
+_NAMESPACE = re.compile(r"^[A-Za-z0-9_.@-]{1,64}$")
+
+# KEYS: pending zset, items hash, resolved hash. ARGV: fact_id, expiry, item JSON.
+_ADD_PENDING = """
+if redis.call('HEXISTS', KEYS[3], ARGV[1]) == 1 then return 0 end
+redis.call('ZADD', KEYS[1], ARGV[2], ARGV[1])
+redis.call('HSET', KEYS[2], ARGV[1], ARGV[3])
+return 1
+"""
+
+
+def _utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+def _hold_reason(record: MemoryRecord) -> str:
+    """Why the review held the fact: every stage outcome that was not a plain pass."""
+    return "; ".join(
+        f"{o.stage.value}: {o.reason}" for o in record.review if o.reason and o.decision != "pass"
+    )
+
+
+class RedisKeys:
+    """Builds every key of one namespace (the single place key layouts live)."""
+
+    def __init__(self, namespace: str | None = None) -> None:
+        if namespace is not None and not _NAMESPACE.match(namespace):
+            raise ValueError(f"namespace must match {_NAMESPACE.pattern}")
+        self.root = f"{namespace}:ms" if namespace else "ms"
+
+    def user(self, tenant_id: str, user_id: str, *parts: str) -> str:
+        """``{root}:{tenant}:{user}[:part…]``."""
+        return ":".join((self.root, tenant_id, user_id, *parts))
+
+    @property
+    def spool(self) -> str:
+        """The stream of spooled operations."""
+        return f"{self.root}:spool"
+
+
+class RedisMemory(BatchingSink):
+    """Writer and reader of the working tier."""
+
+    tier = Tier.WORKING
+    store_name = "redis"
+
+    def __init__(
+        self,
+        client: redis.Redis,
+        *,
+        namespace: str | None = None,
+        turns_kept: int = TURNS_KEPT,
+        pending_ttl: timedelta = DEFAULT_PENDING_TTL,
+        clock: Callable[[], datetime] = _utcnow,
+        chunk_size: int = DEFAULT_CHUNK_SIZE,
+        latency_budget_s: float = DEFAULT_LATENCY_BUDGET_S,
+    ) -> None:
+        super().__init__(chunk_size=chunk_size, latency_budget_s=latency_budget_s)
+        self.client = client
+        self.keys = RedisKeys(namespace)
+        self.turns_kept = turns_kept
+        self.pending_ttl = pending_ttl
+        self.clock = clock
+        self._add_pending = client.register_script(_ADD_PENDING)
+
+    @classmethod
+    def from_url(cls, url: str, **kwargs: Any) -> RedisMemory:
+        """A writer on a new client for ``url`` (``redis://host:port/db``)."""
+        return cls(redis.Redis.from_url(url, decode_responses=True), **kwargs)
+
+    def setup(self) -> None:
+        """Check the server answers (Redis needs no schema)."""
+        self.client.ping()
+
+    def _is_transient(self, error: Exception) -> bool:
+        return isinstance(
+            error, redis.ConnectionError | redis.TimeoutError | redis.BusyLoadingError
+        )
+
+    def _apply(self, ops: Sequence[MemoryOperation]) -> None:
+        pipe = self.client.pipeline(transaction=True)
+        for op in ops:
+            if op.op_type is OpType.ERASE_USER:
+                # Erasing needs a SCAN (a read), which a MULTI block cannot hold:
+                # run what came before, then erase, then go on.
+                pipe.execute()
+                self._erase_user(op.tenant_id, op.user_id)
+            else:
+                self._queue(pipe, op)
+        pipe.execute()
+
+    def _queue(self, pipe: redis.client.Pipeline, op: MemoryOperation) -> None:
+        key = self.keys.user
+        if op.op_type is OpType.APPEND_TURN and op.turn:
+            turns = key(op.tenant_id, op.user_id, "turns", op.turn.session_id)
+            index = op.turn.turn_index
+            pipe.zremrangebyscore(turns, index, index)
+            pipe.zadd(turns, {op.turn.model_dump_json(): index})
+            pipe.zremrangebyrank(turns, 0, -(self.turns_kept + 1))
+        elif op.op_type is OpType.SET_STATUS and op.status:
+            expiry = op.at + timedelta(seconds=op.status.ttl_s)
+            status = key(op.tenant_id, op.user_id, "status", op.status.name)
+            pipe.set(status, json.dumps(op.status.value), pxat=int(expiry.timestamp() * 1000))
+        elif op.op_type is OpType.ADD_PENDING and op.record:
+            expiry = op.at + self.pending_ttl
+            item = json.dumps(
+                {
+                    "record": op.record.model_dump(mode="json"),
+                    "reason": _hold_reason(op.record),
+                    "expires_at": expiry.isoformat(),
+                }
+            )
+            pending = key(op.tenant_id, op.user_id, "pending")
+            keys = [pending, f"{pending}:items", f"{pending}:resolved"]
+            self._add_pending(keys, [op.record.fact_id, expiry.timestamp(), item], client=pipe)
+        elif op.op_type is OpType.RESOLVE_PENDING and op.target_fact_id and op.resolution:
+            pending = key(op.tenant_id, op.user_id, "pending")
+            pipe.zrem(pending, op.target_fact_id)
+            pipe.hdel(f"{pending}:items", op.target_fact_id)
+            pipe.hset(f"{pending}:resolved", op.target_fact_id, op.resolution)
+        # UPSERT_FACT / CLOSE_FACT: facts live in Chroma and Neo4j, not working memory.
+
+    def _erase_user(self, tenant_id: str, user_id: str) -> None:
+        pattern = self.keys.user(tenant_id, user_id, "*")
+        batch: list[str] = []
+        for found in self.client.scan_iter(match=pattern, count=500):
+            batch.append(found)
+            if len(batch) >= 500:
+                self.client.delete(*batch)
+                batch = []
+        if batch:
+            self.client.delete(*batch)
+
+    def recent_turns(self, tenant_id: str, user_id: str, session_id: str) -> list[WorkingTurn]:
+        """The last turns of a session, oldest first."""
+        turns = self.keys.user(tenant_id, user_id, "turns", session_id)
+        raw = cast(list[str], self.client.zrange(turns, 0, -1))
+        return [WorkingTurn.model_validate_json(item) for item in raw]
+
+    def statuses(self, tenant_id: str, user_id: str) -> dict[str, Scalar]:
+        """Every unexpired status of a user, by name."""
+        prefix = self.keys.user(tenant_id, user_id, "status", "")
+        names = sorted(self.client.scan_iter(match=prefix + "*", count=500))
+        values = cast(list[str | None], self.client.mget(names)) if names else []
+        return {
+            name.removeprefix(prefix): json.loads(value)
+            for name, value in zip(names, values, strict=True)
+            if value is not None  # expired between the scan and the read
+        }
+
+    def pending(self, tenant_id: str, user_id: str, at: datetime | None = None) -> list[SearchHit]:
+        """Pending items not yet expired at ``at`` (default now), soonest expiry first.
+
+        ``extra`` holds the ``reason`` the review held the fact for and its
+        ``expires_at`` (ISO 8601).
+        """
+        pending = self.keys.user(tenant_id, user_id, "pending")
+        moment = (at or self.clock()).timestamp()
+        ids = cast(list[str], self.client.zrangebyscore(pending, f"({moment}", "+inf"))
+        items = cast(list[str | None], self.client.hmget(f"{pending}:items", ids)) if ids else []
+        hits = []
+        for item in items:
+            if item is None:  # resolved between the two reads
+                continue
+            data = json.loads(item)
+            record = MemoryRecord.model_validate(data["record"])
+            extra: dict[str, Scalar] = {"reason": data["reason"], "expires_at": data["expires_at"]}
+            hits.append(SearchHit.from_record(record, Tier.WORKING, extra=extra))
+        return hits
+
+    def resolution(self, tenant_id: str, user_id: str, fact_id: str) -> str | None:
+        """``confirmed`` / ``rejected`` once a pending fact was resolved, else None."""
+        pending = self.keys.user(tenant_id, user_id, "pending")
+        return cast(str | None, self.client.hget(f"{pending}:resolved", fact_id))
+
+
+class RedisSpool:
+    """Operations parked while a store is down or slow, replayed in arrival order.
+
+    ``drain`` deletes entries only after ``apply`` returned, so a crash mid-drain
+    replays them (harmless: every write is idempotent) rather than losing them.
+    """
+
+    def __init__(self, client: redis.Redis, *, namespace: str | None = None) -> None:
+        self.client = client
+        self.key = RedisKeys(namespace).spool
+
+    def spool(self, ops: Sequence[MemoryOperation]) -> None:
+        """Append operations at the end of the spool."""
+        pipe = self.client.pipeline(transaction=True)
+        for op in ops:
+            pipe.xadd(self.key, {"op": op.model_dump_json()})
+        pipe.execute()
+
+    def spool_depth(self) -> int:
+        """How many operations wait in the spool (a metric, DESIGN.md §5)."""
+        return cast(int, self.client.xlen(self.key))
+
+    def drain(
+        self, apply: Callable[[list[MemoryOperation]], None], batch_size: int = DEFAULT_CHUNK_SIZE
+    ) -> int:
+        """Feed the spool to ``apply`` oldest first, ``batch_size`` at a time; returns count.
+
+        Stops at the first batch ``apply`` raises on, leaving it (and the rest) spooled.
+        """
+        drained = 0
+        while entries := cast(
+            list[tuple[str, dict[str, str]]],
+            self.client.xrange(self.key, "-", "+", count=batch_size),
+        ):
+            apply([MemoryOperation.model_validate_json(fields["op"]) for _, fields in entries])
+            self.client.xdel(self.key, *[entry_id for entry_id, _ in entries])
+            drained += len(entries)
+        return drained

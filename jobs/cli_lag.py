@@ -1,0 +1,295 @@
+"""``memstream lag [--group G] [--watch] [--json]``: consumer lag per group, topic and partition.
+
+Laid out like ``kafka-consumer-groups --describe``: GROUP TOPIC PARTITION
+CURRENT-OFFSET LOG-END-OFFSET LAG, plus LAG-SECONDS and the group's STATUS
+(rules in ``pipelines.lag``), sorted, with a summary line. LOG-END-OFFSET is the
+last stable offset, so a transactional topic's open transaction is not lag.
+
+LAG-SECONDS is the age of the oldest unconsumed record. Each refresh samples
+every log end; once the samples bracket the moment the committed record was
+appended, that moment is interpolated from them. Before that — always on the
+first call, and for records older than the kept samples — the record's own
+timestamp is read (one record per partition, from an assigned consumer, cached
+per offset). That timestamp is the producer's CreateTime unless the topic uses
+LogAppendTime; producers here stamp records as they send them, so both agree
+to within the send latency. A lag made only of transaction markers or aborted
+records has nothing waiting, so its age is 0.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.live import Live
+from rich.measure import Measurement
+from rich.table import Table
+
+from connectors.kafka_offsets import OffsetReader, OffsetsUnavailable, Position, UnknownGroup
+from memstream.settings import get_settings
+from pipelines.lag import History, Rules, Sample, Status, lag_seconds, partition_status, worst
+
+EXIT_USAGE = 2
+EXIT_BROKER = 3
+# Often enough to watch a Faust worker (commits every 2.8 s) move; a Flink job
+# (commits every 30 s) still gets several samples per checkpoint. Each refresh
+# costs four admin requests, nothing for a broker.
+DEFAULT_INTERVAL_S = 5.0
+_DEFAULTS = Rules()
+# Only a bound for measuring the table's natural width; far beyond any row.
+_UNBOUNDED_WIDTH = 100_000
+
+_out = Console(highlight=False)
+_err = Console(stderr=True, highlight=False, soft_wrap=True)
+
+
+@dataclass(frozen=True)
+class PartitionLag:
+    """One row: a group's position on one partition."""
+
+    topic: str
+    partition: int
+    current_offset: int
+    log_end_offset: int
+    lag_seconds: float
+
+    @property
+    def lag(self) -> int:
+        return max(0, self.log_end_offset - self.current_offset)
+
+
+@dataclass(frozen=True)
+class GroupLag:
+    """A group's state, members, status and rows (sorted by topic, partition)."""
+
+    group: str
+    state: str
+    members: int
+    status: Status
+    partitions: list[PartitionLag]
+
+    @property
+    def lag(self) -> int:
+        return sum(row.lag for row in self.partitions)
+
+
+class LagMonitor:
+    """Samples the cluster on each ``refresh`` and keeps the history the estimates need."""
+
+    def __init__(
+        self, reader: OffsetReader, rules: Rules, clock: Callable[[], float] = time.time
+    ) -> None:
+        self._reader = reader
+        self._rules = rules
+        self._clock = clock
+        self._history = History(rules)
+        self._record_times: dict[tuple[str, int, int], float | None] = {}
+
+    def refresh(self, groups: Sequence[str] = ()) -> list[GroupLag]:
+        """One sample of ``groups`` (default: every group), sorted by group id.
+
+        Raises UnknownGroup when a named group does not exist.
+        """
+        if groups:
+            self._reader.require(groups)
+        names = sorted(set(groups)) or self._reader.groups()
+        infos = self._reader.describe(names)
+        committed = {name: self._reader.committed(name) for name in names}
+        ends = self._reader.log_ends(pos for offsets in committed.values() for pos in offsets)
+        now = self._clock()
+        used: dict[tuple[str, int, int], float | None] = {}
+        reports = []
+        for name in names:
+            members = infos[name].members
+            rows, statuses = [], []
+            for position, offset in sorted(committed[name].items()):
+                history = self._history.add(name, *position, Sample(now, offset, ends[position]))
+                seconds = lag_seconds(history, offset, now)
+                if seconds is None:
+                    seconds = self._record_age(position, offset, now, used)
+                rows.append(PartitionLag(*position, offset, ends[position], seconds))
+                statuses.append(partition_status(history, members, seconds, self._rules))
+            reports.append(GroupLag(name, infos[name].state, members, worst(statuses), rows))
+        self._record_times = used  # forget the times of offsets no group sits at any more
+        return reports
+
+    def _record_age(
+        self,
+        position: Position,
+        offset: int,
+        now: float,
+        used: dict[tuple[str, int, int], float | None],
+    ) -> float:
+        key = (*position, offset)
+        if key not in self._record_times:
+            self._record_times[key] = self._reader.record_times({position: offset}).get(position)
+        used[key] = appended = self._record_times[key]
+        return 0.0 if appended is None else max(0.0, now - appended)
+
+
+def _seconds(value: float) -> str:
+    return f"{value:.1f}"
+
+
+def render(reports: Sequence[GroupLag]) -> Table:
+    """The describe-style table, one row per partition, with the summary as its caption."""
+    table = Table(box=None, caption=summary(reports), caption_justify="left", pad_edge=False)
+    for header in ("GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG"):
+        numeric = header not in ("GROUP", "TOPIC")
+        table.add_column(header, justify="right" if numeric else "left", no_wrap=True)
+    table.add_column("LAG-SECONDS", justify="right", no_wrap=True)
+    table.add_column("STATUS", no_wrap=True)
+    for report in reports:
+        if not report.partitions:
+            table.add_row(report.group, "-", "-", "-", "-", "-", "-", report.status.value)
+        for row in report.partitions:
+            table.add_row(
+                report.group,
+                row.topic,
+                str(row.partition),
+                str(row.current_offset),
+                str(row.log_end_offset),
+                str(row.lag),
+                _seconds(row.lag_seconds),
+                report.status.value,
+            )
+    return table
+
+
+def summary(reports: Sequence[GroupLag]) -> str:
+    """One line: groups, partitions, total lag, worst time lag, groups per status."""
+    rows = [row for report in reports for row in report.partitions]
+    counts = Counter(report.status for report in reports)
+    by_status = ", ".join(f"{status.value} {counts[status]}" for status in Status if counts[status])
+    oldest = max((row.lag_seconds for row in rows), default=0.0)
+    return (
+        f"{len(reports)} group(s), {len(rows)} partition(s), lag {sum(r.lag for r in rows)} "
+        f"message(s), oldest unconsumed {_seconds(oldest)} s; {by_status or 'no groups'}"
+    )
+
+
+def as_json(reports: Sequence[GroupLag], at: float) -> dict[str, Any]:
+    """The machine-readable form of one refresh."""
+    return {
+        "at": datetime.fromtimestamp(at, UTC).isoformat(),
+        "groups": [
+            {
+                "group": report.group,
+                "state": report.state,
+                "members": report.members,
+                "status": report.status.value,
+                "lag": report.lag,
+                "partitions": [
+                    {
+                        "topic": row.topic,
+                        "partition": row.partition,
+                        "current_offset": row.current_offset,
+                        "log_end_offset": row.log_end_offset,
+                        "lag": row.lag,
+                        "lag_seconds": round(row.lag_seconds, 3),
+                    }
+                    for row in report.partitions
+                ],
+            }
+            for report in reports
+        ],
+        "summary": summary(reports),
+    }
+
+
+def _emit_json(reports: Sequence[GroupLag]) -> None:
+    typer.echo(json.dumps(as_json(reports, time.time())))
+
+
+def _print_table(table: Table) -> None:
+    # At its natural width, never wrapped: one partition per line, like
+    # kafka-consumer-groups, also when piped (rich would assume 80 columns).
+    unbounded = _out.options.update_width(_UNBOUNDED_WIDTH)
+    natural = Measurement.get(_out, unbounded, table).maximum
+    Console(highlight=False, width=max(_out.width, natural)).print(table)
+
+
+def _refreshes(
+    monitor: LagMonitor, groups: Sequence[str], interval: float, count: int
+) -> Iterator[list[GroupLag]]:
+    done = 0
+    while True:
+        yield monitor.refresh(groups)
+        done += 1
+        if count and done >= count:
+            return
+        time.sleep(interval)
+
+
+def _watch(
+    monitor: LagMonitor, groups: Sequence[str], interval: float, count: int, json_: bool
+) -> None:
+    if json_:  # one JSON document per line and refresh
+        for reports in _refreshes(monitor, groups, interval, count):
+            _emit_json(reports)
+        return
+    with Live(console=_out, auto_refresh=False) as live:
+        for reports in _refreshes(monitor, groups, interval, count):
+            live.update(render(reports), refresh=True)
+
+
+def lag(
+    group: Annotated[
+        list[str] | None,
+        typer.Option("--group", "-g", help="A consumer group to show (repeatable); default: all."),
+    ] = None,
+    watch: Annotated[
+        bool, typer.Option("--watch", "-w", help="Refresh every --interval seconds.")
+    ] = False,
+    interval: Annotated[
+        float, typer.Option(min=0.1, help="Seconds between refreshes with --watch.")
+    ] = DEFAULT_INTERVAL_S,
+    json_: Annotated[
+        bool, typer.Option("--json", help="Print JSON (one line per refresh) instead of a table.")
+    ] = False,
+    count: Annotated[
+        int, typer.Option(min=0, help="With --watch: stop after this many refreshes (0: never).")
+    ] = 0,
+    window: Annotated[
+        float, typer.Option(min=0.0, help="Seconds of samples the status rules look at.")
+    ] = _DEFAULTS.window_s,
+    stop_after: Annotated[
+        float,
+        typer.Option(min=0.0, help="A group whose lagging commits stand still this long is STOP."),
+    ] = _DEFAULTS.stop_after_s,
+) -> None:
+    """Show consumer lag per group, topic and partition, with a status per group.
+
+    STATUS (rules in pipelines/lag.py): OK keeping up; WARN lag grows while
+    offsets move; STALL a member's offsets stand still with lag; STOP commits
+    have stopped (no movement for --stop-after seconds, or no members and no
+    movement). Trends need --watch; a single call judges from one sample.
+    Exit codes: 0 shown; 2 unknown group; 3 Kafka unreachable.
+    """
+    monitor = LagMonitor(
+        OffsetReader(get_settings().kafka.bootstrap),
+        Rules(window_s=window, stop_after_s=stop_after),
+    )
+    groups = group or []
+    try:
+        if watch:
+            _watch(monitor, groups, interval, count, json_)
+        elif json_:
+            _emit_json(monitor.refresh(groups))
+        else:
+            _print_table(render(monitor.refresh(groups)))
+    except UnknownGroup as exc:
+        _err.print(f"error: {exc}", markup=False)
+        raise typer.Exit(EXIT_USAGE) from None
+    except OffsetsUnavailable as exc:
+        _err.print(f"error: {exc}", markup=False)
+        raise typer.Exit(EXIT_BROKER) from None
+    except KeyboardInterrupt:  # Ctrl-C ends --watch; the last table stays on screen
+        return

@@ -1,0 +1,130 @@
+"""Negation and hedging: is a candidate object negated, is its sentence hedged?
+
+Negation has three independent detectors and any one of them negates:
+negspacy's NegEx over the candidate spans (termset "en" plus everyday cues), a
+spaCy ``neg`` dependency on the verb that governs the span, and the determiner
+"no" ("No installation before 9" parses "no" as ``det``, not ``neg``).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+SPAN_KEY = "memstream_candidates"
+EXTENSION = "memstream_negex"
+
+# Everyday cues missing from negspacy's clinical-leaning "en" termset.
+EXTRA_TERMS: dict[str, list[str]] = {
+    "preceding_negations": [
+        "won't",
+        "wont",
+        "nobody",
+        "nothing",
+        "neither",
+        "nor",
+        "no longer",
+        "no more",
+        "rather not",
+        "instead of",
+        "rather than",
+        "stop",
+        "stopped",
+        "avoid",
+        "not a fan of",
+        "not interested in",
+        "not by",
+        "not on",
+        "not in",
+    ],
+    "following_negations": [
+        "doesn't work",
+        "don't work",
+        "won't work",
+        "is impossible",
+        "are impossible",
+        "is no longer possible",
+        "is bad",
+        "are bad",
+        "might be difficult",
+        "is difficult",
+        "is out",
+        "not possible",
+    ],
+    "pseudo_negations": [
+        "not sure",
+        "not certain",
+        "not yet",
+        "no problem",
+        "no worries",
+        "no wait",
+        "not only",
+        "no need",
+        "don't know",
+        "not after all",
+    ],
+    # A comma starts a new clause: "Don't call me during working hours, only after 6pm".
+    "termination": [",", ";", "only", "so", "because", "and"],
+}
+
+# Hedge cues (sentence scope): the fact is kept but its confidence lowered.
+HEDGES = re.compile(
+    r"\b(maybe|might|perhaps|possibly|probably|likely|i think|i guess|i suppose|not sure|"
+    r"not certain|could work|could be|sometime|i'd say|if possible|or so)\b",
+    re.IGNORECASE,
+)
+# Dependency labels walked from a span up to the verb that governs it.
+_UP_DEPS = frozenset(
+    {"pobj", "prep", "dobj", "nsubj", "nsubjpass", "attr", "compound", "npadvmod", "amod"}
+)
+_UP_DEPS |= frozenset({"advmod", "acomp", "oprd", "nmod", "appos", "pcomp", "xcomp", "ccomp"})
+
+
+def build_negex(nlp: Any) -> Any:
+    """A negspacy ``Negex`` over our candidate span group (not doc.ents)."""
+    from negspacy.negation import Negex
+    from negspacy.termsets import termset
+
+    terms = termset("en")
+    terms.add_patterns(EXTRA_TERMS)
+    return Negex(
+        nlp,
+        name="memstream_negex",
+        neg_termset=terms.get_patterns(),
+        extension_name=EXTENSION,
+        span_keys=[SPAN_KEY],
+    )
+
+
+def is_hedged(text: str) -> bool:
+    """Whether the sentence says the speaker is unsure ("maybe next week")."""
+    return HEDGES.search(text) is not None
+
+
+def dependency_negated(span: Any) -> bool:
+    """A ``neg`` child on the governing verb, or a "no"/"not" right on the span."""
+    sent_start = span.sent.start
+    # "no calls before 9", "not Friday", "no onions": a negator just before the span.
+    before = [t for t in span.doc[max(sent_start, span.start - 2) : span.start]]
+    if before and before[-1].lower_ in {"no", "not", "never"}:
+        return True
+    if len(before) == 2 and before[0].lower_ in {"no", "not", "never"} and before[1].pos_ == "ADP":
+        return True
+    for token in span:
+        if token.dep_ in {"neg", "det"} and token.lower_ in {"no", "not", "never"}:
+            return True
+    token = span.root
+    for _ in range(6):  # clause depth bound: dialogue sentences are shallow
+        if token.dep_ == "conj" or token.dep_ not in _UP_DEPS or token.head is token:
+            break
+        token = token.head
+        if any(child.dep_ == "neg" for child in token.children):
+            return True
+        if any(child.dep_ == "det" and child.lower_ == "no" for child in token.children):
+            return True
+    return False
+
+
+def is_negated(span: Any) -> bool:
+    """Negated by NegEx (run beforehand) or by the dependency rules."""
+    return bool(getattr(span._, EXTENSION)) or dependency_negated(span)

@@ -1,0 +1,269 @@
+"""The review stage: one entry point per input kind over a user's keyed state.
+
+Stateful in the Bytewax style: the caller holds a ``UserMemoryState`` per
+``tenant:user`` (a Faust table value, Flink keyed state or a dict in a test),
+passes it in with each event and stores it back (``state.snapshot()``).
+Each fact goes fact check → timeliness → HITL gate → conflict → promotion,
+and route turns the decisions into operations.
+
+Determinism: with the default clock (the event's own time) the same event on
+the same state gives the same operations; an event at or below the last
+applied offset of its (topic, partition) gives none.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from datetime import datetime
+
+from pipelines.review.commit import commit
+from pipelines.review.config import ReviewConfig
+from pipelines.review.gate import Gate, hitl
+from pipelines.review.pending import hold, resolve_action
+from pipelines.review.rules import Contradiction, ReviewRules, load_rules
+from pipelines.review.state import UserMemoryState
+from pipelines.review.timeliness import expiry
+from pipelines.route import AppendTurn, Decision, EraseUser, route
+from schemas.events import ActionType, CrmWebhook, DialogueEvent, InputEvent, UserAction
+from schemas.facts import ExtractedFact
+from schemas.ids import chain_id, fact_id
+from schemas.lineage import SourceLineage
+from schemas.memory import Encoding, MemoryRecord, ReviewOutcome, ReviewStage
+from schemas.ops import MemoryOperation, WorkingTurn
+
+Clock = Callable[[], datetime]
+
+
+class Reviewer:
+    """Three-stage write review, HITL gate, promotion and route."""
+
+    def __init__(
+        self,
+        config: ReviewConfig | None = None,
+        rules: ReviewRules | None = None,
+        clock: Clock | None = None,
+    ) -> None:
+        """``clock`` gives "now"; None (the default) uses each event's own time."""
+        self.config = config or ReviewConfig()
+        self.rules = rules or load_rules()
+        self._clock = clock
+
+    def new_state(self) -> UserMemoryState:
+        """An empty state sized by this reviewer's caps."""
+        return UserMemoryState(
+            max_chains=self.config.max_chains, max_pending=self.config.max_pending
+        )
+
+    # -- entry points --------------------------------------------------------
+    def apply(
+        self,
+        state: UserMemoryState,
+        event: InputEvent,
+        lineage: SourceLineage,
+        facts: Sequence[ExtractedFact] = (),
+        encodings: Sequence[Encoding | None] | None = None,
+        *,
+        intent: str | None = None,
+    ) -> list[MemoryOperation]:
+        """Dispatch any input event to its entry point (``intent``: a turn's, if parsed)."""
+        match event:
+            case DialogueEvent():
+                return self.on_dialogue(state, event, lineage, facts, encodings, intent=intent)
+            case UserAction():
+                return self.on_action(state, event, lineage, facts, encodings)
+            case CrmWebhook():
+                return self.on_crm(state, event, lineage, facts, encodings)
+
+    def on_dialogue(
+        self,
+        state: UserMemoryState,
+        event: DialogueEvent,
+        lineage: SourceLineage,
+        facts: Sequence[ExtractedFact] = (),
+        encodings: Sequence[Encoding | None] | None = None,
+        *,
+        intent: str | None = None,
+    ) -> list[MemoryOperation]:
+        """A dialogue turn: the turn to working memory, then its facts reviewed."""
+
+        def decide(at: datetime) -> list[Decision]:
+            turn = WorkingTurn(
+                session_id=event.session_id,
+                turn_index=event.turn_index,
+                role=event.role.value,
+                text=event.text,
+                intent=intent,
+                ts=event.ts,
+            )
+            return [AppendTurn(turn), *self._review_all(state, facts, encodings, lineage, at)]
+
+        return self._once(state, event, lineage, decide)
+
+    def on_crm(
+        self,
+        state: UserMemoryState,
+        event: CrmWebhook,
+        lineage: SourceLineage,
+        facts: Sequence[ExtractedFact],
+        encodings: Sequence[Encoding | None] | None = None,
+    ) -> list[MemoryOperation]:
+        """A CRM change: its facts (authoritative) reviewed."""
+        return self._once(
+            state, event, lineage, lambda at: self._review_all(state, facts, encodings, lineage, at)
+        )
+
+    def on_action(
+        self,
+        state: UserMemoryState,
+        event: UserAction,
+        lineage: SourceLineage,
+        facts: Sequence[ExtractedFact] = (),
+        encodings: Sequence[Encoding | None] | None = None,
+    ) -> list[MemoryOperation]:
+        """A user action: confirm/reject a pending item, forget the user, or facts."""
+
+        def decide(at: datetime) -> list[Decision]:
+            match event.action_type:
+                case ActionType.CONFIRM_MEMORY | ActionType.REJECT_MEMORY:
+                    return resolve_action(self.config, self.rules, state, event, at)
+                case ActionType.FORGET_USER:
+                    state.forget()
+                    return [EraseUser()]
+                case _:
+                    return self._review_all(state, facts, encodings, lineage, at)
+
+        return self._once(state, event, lineage, decide)
+
+    # -- per event -----------------------------------------------------------
+    def _once(
+        self,
+        state: UserMemoryState,
+        event: InputEvent,
+        lineage: SourceLineage,
+        decide: Callable[[datetime], list[Decision]],
+    ) -> list[MemoryOperation]:
+        if lineage.event_id != event.event_id:
+            raise ValueError(f"lineage names {lineage.event_id}, the event is {event.event_id}")
+        if state.already_applied(lineage):
+            return []  # no state change either: a replay leaves the state as it was
+        at = self._clock() if self._clock is not None else event.ts
+        before = state.copy()
+        try:
+            state.expire(at)
+            ops = route(
+                decide(at), tenant_id=event.tenant_id, user_id=event.user_id, lineage=lineage, at=at
+            )
+        except Exception:
+            # All or nothing: a failing event leaves the state as it was, so the
+            # job can dead-letter it and carry on with the next one.
+            state.rollback(before)
+            raise
+        state.mark_applied(lineage)
+        return ops
+
+    def _review_all(
+        self,
+        state: UserMemoryState,
+        facts: Sequence[ExtractedFact],
+        encodings: Sequence[Encoding | None] | None,
+        lineage: SourceLineage,
+        at: datetime,
+    ) -> list[Decision]:
+        encs = [None] * len(facts) if encodings is None else list(encodings)
+        if len(encs) != len(facts):
+            raise ValueError(f"{len(facts)} facts but {len(encs)} encodings")
+        decisions: list[Decision] = []
+        for fact, encoding in zip(facts, encs, strict=True):
+            if fact.event_id != lineage.event_id:
+                raise ValueError(f"fact from {fact.event_id} reviewed with {lineage.event_id}")
+            decisions += self._review_fact(state, fact, encoding, lineage, at)
+        return decisions
+
+    # -- per fact ------------------------------------------------------------
+    def _review_fact(
+        self,
+        state: UserMemoryState,
+        fact: ExtractedFact,
+        encoding: Encoding | None,
+        lineage: SourceLineage,
+        at: datetime,
+    ) -> list[Decision]:
+        impossible = self.rules.impossible_reason(
+            fact.subject, fact.predicate, fact.object, fact.polarity
+        )
+        if impossible is not None:
+            state.count("impossible")
+            return []
+        contradictions = self.rules.contradictions(
+            fact.subject, fact.predicate, fact.object, fact.polarity, state.current(at)
+        )
+        checked, held = self._fact_check(fact, contradictions)
+        expires_at, timely = expiry(self.config, fact)
+        gate = hitl(self.config, fact, held)
+        if gate.gate is Gate.SKIP:
+            state.count("skipped")
+            return []
+        chain = self._chain(fact)
+        cand = MemoryRecord(
+            fact_id=fact_id(chain, fact.event_id, fact.object, fact.polarity.value),
+            chain_id=chain,
+            tenant_id=fact.tenant_id,
+            user_id=fact.user_id,
+            session_id=fact.session_id,
+            subject=fact.subject,
+            predicate=fact.predicate,
+            object=fact.object,
+            polarity=fact.polarity,
+            kind=fact.kind,
+            text=fact.text,
+            intent=fact.intent,
+            confidence=fact.confidence,
+            authoritative=fact.authoritative,
+            valid_from=fact.event_ts,
+            recorded_at=at,
+            expires_at=expires_at,
+            confirmed_by=[fact.event_id],
+            review=[checked, timely],
+            lineage=lineage,
+            encoding=encoding,
+        )
+        # A correction is a new value by definition, and exact structured
+        # fields (time, place, number) make a value exact: neither merges.
+        may_merge = not fact.is_update and not fact.fields
+        if gate.cause is not None:  # set exactly when the gate says pending
+            return hold(
+                self.config,
+                self.rules,
+                state,
+                cand,
+                gate.cause,
+                gate.outcome,
+                at,
+                may_merge=may_merge,
+            )
+        closes = [c.head for c in contradictions if c.closes]
+        return commit(self.config, state, cand, closes, gate.outcome, may_merge=may_merge, at=at)
+
+    def _chain(self, fact: ExtractedFact) -> str:
+        # A multi-valued predicate (rules.toml cardinality) keeps one chain per
+        # object, so "likes sushi" does not supersede "likes cilantro".
+        predicate = fact.predicate
+        if self.rules.is_multi_valued(predicate):
+            predicate = f"{predicate}\x1f{fact.object.casefold().strip()}"
+        return chain_id(fact.tenant_id, fact.user_id, fact.subject, predicate)
+
+    @staticmethod
+    def _fact_check(
+        fact: ExtractedFact, contradictions: list[Contradiction]
+    ) -> tuple[ReviewOutcome, str | None]:
+        if not contradictions:
+            return ReviewOutcome(stage=ReviewStage.FACT_CHECK, decision="pass"), None
+        found = "; ".join(
+            f"contradicts {c.head.fact_id} ({c.head.statement()}): {c.reason}"
+            for c in contradictions
+        )
+        if fact.is_update or fact.authoritative:
+            evidence = "an explicit correction" if fact.is_update else "an authoritative source"
+            reason = f"{found}; strong evidence: {evidence}"
+            return ReviewOutcome(stage=ReviewStage.FACT_CHECK, decision="pass", reason=reason), None
+        return ReviewOutcome(stage=ReviewStage.FACT_CHECK, decision="hold", reason=found), found

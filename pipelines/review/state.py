@@ -1,0 +1,249 @@
+"""The review's keyed state for one ``tenant:user``: small, explicit, serialisable.
+
+The state is the source of truth for the current head of every version chain
+(DESIGN.md §1); the stores are views that replaying Kafka rebuilds. A Faust
+table and Flink keyed state both hold it as ``snapshot()`` (a JSON-ready dict)
+and rebuild it with ``UserMemoryState.restore``.
+
+Size is bounded by ``ReviewConfig`` caps, evicting the least recently touched:
+- ``heads`` (current version per chain, with its encoding): ``max_chains``.
+  An evicted head becomes a tail, so its chain keeps counting versions; a
+  later version supersedes it but cannot close it (its record is gone), which
+  the ``heads_evicted`` counter makes visible.
+- ``tails`` (last fact id and version of chains without a current head,
+  ~100 bytes each): ``TAILS_PER_CHAIN × max_chains``; an evicted tail's chain
+  starts again at version 1.
+- ``pending`` (items waiting for a confirm/reject action): ``max_pending``.
+- ``offsets`` has one entry per source (topic, partition) and ``counters`` a
+  fixed set of names, so neither grows with traffic.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import datetime
+from enum import StrEnum
+from typing import Any
+
+from schemas.lineage import SourceLineage
+from schemas.memory import MemoryRecord, Polarity, Tier
+
+# Tails are ~100 bytes against a head's ~10-20 KB, so keeping 8 per head
+# costs under 10% of the heads' budget while remembering the chains of facts
+# that expired long ago.
+TAILS_PER_CHAIN = 8
+SNAPSHOT_VERSION = 1
+
+
+class PendingCause(StrEnum):
+    """Why an item waits for a human: decides whether a repeat can release it."""
+
+    CONTRADICTION = "contradiction"  # held by the fact check; released by a repeat
+    LOW_CONFIDENCE = "low_confidence"  # between the pending and commit thresholds
+    NOT_USER = "not_user"  # asserted by the agent/system: only the user can confirm
+
+
+@dataclass(frozen=True)
+class ChainTail:
+    """The last version of a chain that has no current head in the state."""
+
+    fact_id: str
+    version: int
+    semantic: bool  # the chain has reached the semantic tier
+
+
+@dataclass(frozen=True)
+class PendingItem:
+    """A fact waiting for confirm_memory / reject_memory.
+
+    ``record.expires_at`` is when the pending item lapses (what the pending
+    queue needs); ``fact_expires_at`` is the fact's own TTL expiry, restored
+    on the committed version when the item is confirmed.
+    """
+
+    record: MemoryRecord
+    cause: PendingCause
+    reason: str
+    fact_expires_at: datetime | None
+    may_merge: bool  # conflict.resolve's flag, kept for the commit on confirmation
+
+    def to_json(self) -> dict[str, Any]:
+        """JSON-ready form for the snapshot."""
+        expires = self.fact_expires_at
+        return {
+            "record": self.record.model_dump(mode="json"),
+            "cause": self.cause.value,
+            "reason": self.reason,
+            "fact_expires_at": None if expires is None else expires.isoformat(),
+            "may_merge": self.may_merge,
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> PendingItem:
+        """Inverse of ``to_json``."""
+        expires = data["fact_expires_at"]
+        return cls(
+            record=MemoryRecord.model_validate(data["record"]),
+            cause=PendingCause(data["cause"]),
+            reason=data["reason"],
+            fact_expires_at=None if expires is None else datetime.fromisoformat(expires),
+            may_merge=bool(data["may_merge"]),
+        )
+
+
+def same_statement(record: MemoryRecord, chain: str, obj: str, polarity: Polarity) -> bool:
+    """Whether ``record`` states exactly this value on this chain."""
+    return (
+        record.chain_id == chain
+        and record.polarity is polarity
+        and record.object.casefold().strip() == obj.casefold().strip()
+    )
+
+
+class UserMemoryState:
+    """Everything the review remembers about one user between events."""
+
+    def __init__(self, *, max_chains: int, max_pending: int) -> None:
+        """Start empty; the caps come from ``ReviewConfig``."""
+        self.max_chains = max_chains
+        self.max_pending = max_pending
+        self.heads: dict[str, MemoryRecord] = {}
+        self.tails: dict[str, ChainTail] = {}
+        self.pending: dict[str, PendingItem] = {}
+        self.offsets: dict[str, int] = {}
+        self.counters: dict[str, int] = {}
+
+    # -- exactly-once bookkeeping -------------------------------------------
+    @staticmethod
+    def _source(lineage: SourceLineage) -> str:
+        return f"{lineage.topic}:{lineage.partition}"
+
+    def already_applied(self, lineage: SourceLineage) -> bool:
+        """Whether the event at ``lineage`` (or a later one) was applied already."""
+        last = self.offsets.get(self._source(lineage))
+        return last is not None and lineage.offset <= last
+
+    def mark_applied(self, lineage: SourceLineage) -> None:
+        """Remember the offset; later copies of this event yield nothing."""
+        self.offsets[self._source(lineage)] = lineage.offset
+
+    def count(self, name: str, n: int = 1) -> None:
+        """Add to a named counter (skipped, held, merged, ...)."""
+        self.counters[name] = self.counters.get(name, 0) + n
+
+    # -- version chains ------------------------------------------------------
+    def current(self, at: datetime) -> Iterator[MemoryRecord]:
+        """The heads that hold at ``at``."""
+        return (head for head in self.heads.values() if head.is_current(at))
+
+    def last_version(self, chain: str) -> ChainTail | None:
+        """The newest version of a chain, current or not."""
+        head = self.heads.get(chain)
+        if head is not None:
+            return ChainTail(head.fact_id, head.version, Tier.SEMANTIC in head.tiers)
+        return self.tails.get(chain)
+
+    def put_head(self, record: MemoryRecord) -> None:
+        """Make ``record`` the current head of its chain (most recently touched)."""
+        self.heads.pop(record.chain_id, None)
+        self.tails.pop(record.chain_id, None)
+        self.heads[record.chain_id] = record
+        while len(self.heads) > self.max_chains:
+            self.retire(next(iter(self.heads)))
+            self.count("heads_evicted")
+
+    def retire(self, chain: str) -> None:
+        """Drop a chain's head (closed, expired or evicted), keeping it as a tail."""
+        head = self.heads.pop(chain)
+        self.tails[chain] = ChainTail(head.fact_id, head.version, Tier.SEMANTIC in head.tiers)
+        while len(self.tails) > TAILS_PER_CHAIN * self.max_chains:
+            del self.tails[next(iter(self.tails))]
+
+    def expire(self, at: datetime) -> None:
+        """Let time pass: expired heads stop being current, lapsed pending items go."""
+        for chain in [c for c, head in self.heads.items() if _ended(head, at)]:
+            self.retire(chain)
+            self.count("expired")
+        for fact in [f for f, item in self.pending.items() if _lapsed(item, at)]:
+            del self.pending[fact]
+            self.count("pending_lapsed")
+
+    # -- pending queue -------------------------------------------------------
+    def add_pending(self, item: PendingItem) -> None:
+        """Queue (or refresh) a pending item, evicting the oldest past the cap."""
+        self.pending.pop(item.record.fact_id, None)
+        self.pending[item.record.fact_id] = item
+        while len(self.pending) > self.max_pending:
+            del self.pending[next(iter(self.pending))]
+            self.count("pending_evicted")
+
+    def find_pending(self, chain: str, obj: str, polarity: Polarity) -> PendingItem | None:
+        """The pending item stating this exact value, if any."""
+        for item in self.pending.values():
+            if same_statement(item.record, chain, obj, polarity):
+                return item
+        return None
+
+    def forget(self) -> None:
+        """Erase everything known about the user; offsets and counters stay."""
+        self.heads.clear()
+        self.tails.clear()
+        self.pending.clear()
+
+    # -- copy / rollback ----------------------------------------------------
+    def copy(self) -> UserMemoryState:
+        """A cheap copy: the containers are new, the frozen records are shared."""
+        other = UserMemoryState(max_chains=self.max_chains, max_pending=self.max_pending)
+        other.rollback(self)
+        return other
+
+    def rollback(self, saved: UserMemoryState) -> None:
+        """Become a copy of ``saved`` (taken with ``copy()`` before a failed event)."""
+        self.heads = dict(saved.heads)
+        self.tails = dict(saved.tails)
+        self.pending = dict(saved.pending)
+        self.offsets = dict(saved.offsets)
+        self.counters = dict(saved.counters)
+
+    # -- snapshot / restore --------------------------------------------------
+    def snapshot(self) -> dict[str, Any]:
+        """A JSON-serialisable copy of the whole state (order kept: it is the LRU order)."""
+        return {
+            "snapshot_version": SNAPSHOT_VERSION,
+            "max_chains": self.max_chains,
+            "max_pending": self.max_pending,
+            "heads": [head.model_dump(mode="json") for head in self.heads.values()],
+            "tails": [[c, t.fact_id, t.version, t.semantic] for c, t in self.tails.items()],
+            "pending": [item.to_json() for item in self.pending.values()],
+            "offsets": dict(self.offsets),
+            "counters": dict(self.counters),
+        }
+
+    @classmethod
+    def restore(cls, data: dict[str, Any]) -> UserMemoryState:
+        """Rebuild a state from ``snapshot()`` output (also after a JSON round trip)."""
+        if data.get("snapshot_version") != SNAPSHOT_VERSION:
+            raise ValueError(f"unknown snapshot_version {data.get('snapshot_version')!r}")
+        state = cls(max_chains=data["max_chains"], max_pending=data["max_pending"])
+        for raw in data["heads"]:
+            head = MemoryRecord.model_validate(raw)
+            state.heads[head.chain_id] = head
+        for chain, fact, version, semantic in data["tails"]:
+            state.tails[chain] = ChainTail(fact, version, semantic)
+        for raw in data["pending"]:
+            item = PendingItem.from_json(raw)
+            state.pending[item.record.fact_id] = item
+        state.offsets = {k: int(v) for k, v in data["offsets"].items()}
+        state.counters = {k: int(v) for k, v in data["counters"].items()}
+        return state
+
+
+def _ended(head: MemoryRecord, at: datetime) -> bool:
+    # Not ``is_current``: a head whose valid_from lies ahead of ``at`` has not
+    # ended, it has not started yet, and must stay the head.
+    return any(end is not None and end <= at for end in (head.valid_until, head.expires_at))
+
+
+def _lapsed(item: PendingItem, at: datetime) -> bool:
+    return item.record.expires_at is not None and item.record.expires_at <= at

@@ -1,0 +1,179 @@
+"""Episodic memory against a real (embedded, on-disk) Chroma."""
+
+from __future__ import annotations
+
+import math
+from datetime import datetime, timedelta
+from pathlib import Path
+
+import chromadb
+import pytest
+from chromadb.config import Settings
+from tier_ops import T0, T1, fact, op, phone_change, upsert, vector
+
+from connectors.chroma_memory import ChromaMemory, collection_name
+from connectors.embedding import MiniLMEmbeddingFunction
+from connectors.protocols import SearchHit
+from schemas.memory import MemoryKind, MemoryRecord
+from schemas.ops import MemoryOperation, OpType
+
+
+class Clock:
+    """An injectable clock the test moves by hand."""
+
+    def __init__(self, now: datetime) -> None:
+        self.now = now
+
+    def __call__(self) -> datetime:
+        return self.now
+
+
+@pytest.fixture(scope="module")
+def embedding() -> MiniLMEmbeddingFunction:
+    return MiniLMEmbeddingFunction()  # one model load for the module
+
+
+@pytest.fixture
+def clock() -> Clock:
+    return Clock(T0)
+
+
+@pytest.fixture
+def memory(chroma_path: Path, embedding: MiniLMEmbeddingFunction, clock: Clock) -> ChromaMemory:
+    client = chromadb.PersistentClient(
+        path=str(chroma_path), settings=Settings(anonymized_telemetry=False)
+    )
+    # No latency budget: tests never depend on timing.
+    sink = ChromaMemory(
+        client, embedding_function=embedding, clock=clock, latency_budget_s=math.inf
+    )
+    sink.setup()
+    return sink
+
+
+def apply(sink: ChromaMemory, ops: list[MemoryOperation]) -> None:
+    sink.write(ops)
+    sink.flush()
+
+
+def ids_of(hits: list[SearchHit]) -> list[str]:
+    return [h.fact_id for h in hits]
+
+
+def test_upsert_and_close_keep_two_versions_with_validity(
+    memory: ChromaMemory, unique: str
+) -> None:
+    tenant = f"t{unique}"
+    old, new, ops = phone_change(tenant, "u1")
+    apply(memory, ops)
+    stored = {h.fact_id: h for h in memory.get(tenant, "u1")}
+    assert set(stored) == {old.fact_id, new.fact_id}
+    assert stored[old.fact_id].valid_until == T1
+    assert stored[new.fact_id].valid_until is None
+    assert stored[new.fact_id].supersedes == old.fact_id
+    assert stored[new.fact_id].lineage == new.lineage
+
+    probe = vector(old.text)
+    before = memory.query(tenant, "u1", embedding=probe, at=T0 + timedelta(days=1))
+    after = memory.query(tenant, "u1", embedding=probe, at=T1 + timedelta(days=1))
+    assert ids_of(before) == [old.fact_id]
+    assert ids_of(after) == [new.fact_id]
+    history = memory.query(tenant, "u1", embedding=probe)
+    assert ids_of(history) == [old.fact_id, new.fact_id]  # nearest first
+    assert history[0].score == pytest.approx(1.0, abs=1e-4)
+
+
+def test_filters_by_session_and_tags(memory: ChromaMemory, unique: str) -> None:
+    tenant = f"t{unique}"
+    tea = fact(tenant, "u1", "user", "likes", "tea", event_id="e1", kind=MemoryKind.PREFERENCE)
+    call = fact(
+        tenant,
+        "u1",
+        "agent",
+        "will_call",
+        "monday",
+        event_id="e2",
+        session_id="s2",
+        kind=MemoryKind.COMMITMENT,
+    )
+    other_user = fact(tenant, "u2", "user", "likes", "tea", event_id="e3")
+    apply(memory, [upsert(tea), upsert(call), upsert(other_user)])
+    probe = vector(tea.text)
+    assert ids_of(memory.query(tenant, "u1", embedding=probe)) == [tea.fact_id, call.fact_id]
+    assert ids_of(memory.query(tenant, "u1", embedding=probe, session_id="s2")) == [call.fact_id]
+    assert ids_of(memory.query(tenant, "u1", embedding=probe, tags={"kind": "preference"})) == [
+        tea.fact_id
+    ]
+    with pytest.raises(ValueError, match="cannot filter"):
+        memory.query(tenant, "u1", embedding=probe, tags={"user": "u2"})
+
+
+def test_record_without_vector_is_embedded_offline(memory: ChromaMemory, unique: str) -> None:
+    tenant = f"t{unique}"
+    diet = fact(tenant, "u1", "user", "diet", "vegan", event_id="e1", with_vector=False)
+    phone = fact(tenant, "u1", "user", "phone_number", "555-0100", event_id="e2", with_vector=False)
+    apply(memory, [upsert(diet), upsert(phone)])
+    hits = memory.query(tenant, "u1", text="what does the user eat? a vegan diet")
+    assert ids_of(hits)[0] == diet.fact_id
+
+
+def test_archives_items_not_retrieved_for_thirty_days(
+    memory: ChromaMemory, clock: Clock, unique: str
+) -> None:
+    tenant = f"t{unique}"
+    kept = fact(tenant, "u1", "user", "likes", "tea", event_id="e1")
+    stale = fact(tenant, "u1", "user", "likes", "jazz", event_id="e2")
+    apply(memory, [upsert(kept), upsert(stale)])
+    clock.now = T0 + timedelta(days=20)
+    assert ids_of(memory.query(tenant, "u1", embedding=vector(kept.text), k=1)) == [kept.fact_id]
+    clock.now = T0 + timedelta(days=29)
+    assert memory.archive_stale(tenant) == 0
+    clock.now = T0 + timedelta(days=31)
+    assert memory.archive_stale(tenant) == 1
+    assert ids_of(memory.get(tenant, "u1")) == [kept.fact_id]
+    [archived] = memory.get(tenant, "u1", archived=True)
+    assert archived.fact_id == stale.fact_id
+    moved = memory.collection(tenant, archive=True).get(ids=[stale.fact_id], include=["embeddings"])
+    assert moved["embeddings"] is not None and stale.encoding is not None
+    assert list(moved["embeddings"][0]) == pytest.approx(stale.encoding.combined, abs=1e-6)
+    # A replayed upsert of an archived version updates it in the archive.
+    apply(memory, [upsert(stale)])
+    assert ids_of(memory.get(tenant, "u1")) == [kept.fact_id]
+    assert ids_of(memory.get(tenant, "u1", archived=True)) == [stale.fact_id]
+
+
+def test_tenants_never_see_each_other(memory: ChromaMemory, unique: str) -> None:
+    tenant_a, tenant_b = f"a{unique}", f"b{unique}"
+    secret: MemoryRecord = fact(tenant_a, "u1", "user", "pin", "1234", event_id="e1")
+    apply(memory, [upsert(secret)])
+    probe = vector(secret.text)
+    assert ids_of(memory.query(tenant_a, "u1", embedding=probe)) == [secret.fact_id]
+    assert memory.query(tenant_b, "u1", embedding=probe) == []
+    assert memory.get(tenant_b, "u1") == []
+
+
+def test_collection_names_are_valid_and_distinct(memory: ChromaMemory, unique: str) -> None:
+    tenants = [f"a@b.{unique}", f"a-b.{unique}", f"a..b{unique}"]
+    names = {collection_name(t) for t in tenants}
+    names |= {collection_name(t, "shadow") for t in tenants}
+    names |= {collection_name(t, archive=True) for t in tenants}
+    assert len(names) == 9
+    for tenant in tenants:  # Chroma itself rejects an invalid name
+        memory.collection(tenant)
+
+
+def test_erase_user_empties_live_and_archive(
+    memory: ChromaMemory, clock: Clock, unique: str
+) -> None:
+    tenant = f"t{unique}"
+    old = fact(tenant, "u1", "user", "likes", "jazz", event_id="e1")
+    apply(memory, [upsert(old)])
+    clock.now = T0 + timedelta(days=31)
+    assert memory.archive_stale(tenant) == 1
+    keep = fact(tenant, "u2", "user", "likes", "tea", event_id="e2")
+    recent = fact(tenant, "u1", "user", "likes", "tea", event_id="e3", at=clock.now)
+    apply(memory, [upsert(keep), upsert(recent)])
+    apply(memory, [op(OpType.ERASE_USER, tenant, "u1", event_id="forget")])
+    assert memory.get(tenant, "u1") == []
+    assert memory.get(tenant, "u1", archived=True) == []
+    assert ids_of(memory.get(tenant, "u2")) == [keep.fact_id]

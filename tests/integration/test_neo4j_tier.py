@@ -1,0 +1,153 @@
+"""Semantic memory against a real Neo4j (Bolt)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from datetime import timedelta
+
+import pytest
+from tier_ops import T0, T1, fact, op, phone_change, upsert
+
+from connectors.neo4j_memory import Neo4jMemory, Relation
+from connectors.protocols import SearchHit
+from schemas.memory import MemoryKind, Polarity, Tier
+from schemas.ops import MemoryOperation, OpType
+
+
+@pytest.fixture
+def memory(neo4j_uri: str) -> Iterator[Neo4jMemory]:
+    # No latency budget: tests never depend on timing.
+    sink = Neo4jMemory.connect(
+        neo4j_uri, clock=lambda: T1 + timedelta(days=1), latency_budget_s=math.inf
+    )
+    sink.setup()
+    sink.setup()  # constraints are created idempotently
+    yield sink
+    sink.close()
+
+
+def apply(sink: Neo4jMemory, ops: list[MemoryOperation]) -> None:
+    sink.write(ops)
+    sink.flush()
+
+
+def ids_of(hits: list[SearchHit]) -> list[str]:
+    return [h.fact_id for h in hits]
+
+
+def test_phone_change_gives_an_ordered_chain_with_validity(
+    memory: Neo4jMemory, unique: str
+) -> None:
+    tenant = f"t{unique}"
+    old, new, ops = phone_change(tenant, "u1")
+    apply(memory, ops)
+    chain = memory.chain(tenant, "u1", "user", "phone_number")
+    assert ids_of(chain) == [old.fact_id, new.fact_id]
+    assert [(h.version, h.valid_from, h.valid_until) for h in chain] == [
+        (1, T0, T1),
+        (2, T1, None),
+    ]
+    assert chain[1].supersedes == old.fact_id
+    assert chain[0].lineage == old.lineage
+    edges = {
+        (row["props"].get("fact_id"), row["rel"], row["target"].get("fact_id"))
+        for row in memory.snapshot(tenant)
+        if row["rel"] == "SUPERSEDES"
+    }
+    assert edges == {(new.fact_id, "SUPERSEDES", old.fact_id)}
+
+
+def test_facts_as_of_a_time_and_now(memory: Neo4jMemory, unique: str) -> None:
+    tenant = f"t{unique}"
+    old, new, ops = phone_change(tenant, "u1")
+    trip = fact(
+        tenant,
+        "u1",
+        "user",
+        "travels",
+        "tomorrow",
+        event_id="e3",
+        kind=MemoryKind.STATUS,
+        expires_at=T0 + timedelta(days=3, hours=19),
+    )
+    apply(memory, [*ops, upsert(trip)])
+    assert ids_of(memory.facts_as_of(tenant, "u1", T0 - timedelta(hours=1))) == []
+    assert set(ids_of(memory.facts_as_of(tenant, "u1", T0 + timedelta(days=1)))) == {
+        old.fact_id,
+        trip.fact_id,
+    }
+    # The trip expired (TTL) and the old number was closed: only the new number holds.
+    assert ids_of(memory.facts_as_of(tenant, "u1", T1 + timedelta(hours=1))) == [new.fact_id]
+    assert ids_of(memory.current_facts(tenant, "u1")) == [new.fact_id]
+    # Expired and closed versions stay in history.
+    assert len(memory.chain(tenant, "u1", "user", "travels")) == 1
+
+
+def test_relation_style_access_by_family(memory: Neo4jMemory, unique: str) -> None:
+    tenant = f"t{unique}"
+    cilantro = fact(
+        tenant,
+        "u1",
+        "user",
+        "eats",
+        "cilantro",
+        event_id="e1",
+        kind=MemoryKind.PREFERENCE,
+        polarity=Polarity.NEGATED,
+    )
+    rule = fact(
+        tenant, "u1", "installation_time", "NOT_IN", "weekend", event_id="e2", kind=MemoryKind.RULE
+    )
+    apply(memory, [upsert(cilantro), upsert(rule)])
+    [pref] = memory.relations(tenant, "u1", Relation.PREFERENCE)
+    assert (pref.object, pref.polarity) == ("cilantro", Polarity.NEGATED)
+    assert ids_of(memory.relations(tenant, "u1", Relation.RESTRICTION)) == [rule.fact_id]
+    assert memory.relations(tenant, "u1", Relation.COMMITMENT) == []
+
+
+def test_cypher_injection_in_entity_names_is_stored_as_text(
+    memory: Neo4jMemory, unique: str
+) -> None:
+    tenant, bystander = f"t{unique}", f"b{unique}"
+    apply(memory, [upsert(fact(bystander, "u1", "user", "likes", "tea", event_id="e0"))])
+    subject = "x'}) MATCH (n) DETACH DELETE n //"
+    obj = '"}) WITH 1 AS x MATCH (m) DETACH DELETE m RETURN 1 //'
+    hostile = fact(tenant, "u1", subject, "likes", obj, event_id="e1")
+    apply(memory, [upsert(hostile)])
+    assert memory.entity_names(tenant) == sorted([subject, obj])
+    [stored] = memory.current_facts(tenant, "u1")
+    assert (stored.subject, stored.object) == (subject, obj)
+    assert memory.entity_names(bystander) == ["tea", "user"]
+
+
+def test_tenants_never_see_each_other(memory: Neo4jMemory, unique: str) -> None:
+    tenant_a, tenant_b = f"a{unique}", f"b{unique}"
+    secret = fact(tenant_a, "u1", "user", "pin", "1234", event_id="e1")
+    apply(memory, [upsert(secret)])
+    # Tenant B replays an operation carrying tenant A's fact id: A's node is untouched.
+    forged = secret.model_copy(update={"tenant_id": tenant_b, "object": "0000"})
+    apply(memory, [upsert(forged)])
+    [mine] = memory.current_facts(tenant_a, "u1")
+    assert mine.object == "1234"
+    assert memory.current_facts(tenant_b, "u1") == []
+    assert memory.chain(tenant_b, "u1", "user", "pin") == []
+    assert memory.entity_names(tenant_b) == []
+    assert memory.snapshot(tenant_b) == []
+
+
+def test_erase_user_forgets_facts_and_orphaned_entities(memory: Neo4jMemory, unique: str) -> None:
+    tenant = f"t{unique}"
+    apply(
+        memory,
+        [
+            upsert(fact(tenant, "u1", "user", "likes", "tea", event_id="e1")),
+            upsert(fact(tenant, "u1", "user", "pin", "1234", event_id="e2")),
+            upsert(fact(tenant, "u2", "user", "likes", "tea", event_id="e3")),
+        ],
+    )
+    erase = op(OpType.ERASE_USER, tenant, "u1", event_id="forget", tiers=[Tier.SEMANTIC])
+    apply(memory, [erase])
+    assert memory.current_facts(tenant, "u1") == []
+    assert len(memory.current_facts(tenant, "u2")) == 1
+    assert memory.entity_names(tenant) == ["tea", "user"]
