@@ -4,7 +4,8 @@
 
 A deterministic synthetic stream (dialogue turns carrying one or two facts,
 with repeats, value changes, near-duplicates, low-confidence and
-contradicting facts, and confirm actions for pending items) is fed to:
+contradicting facts, and confirm actions naming unknown items, which exercise
+the lookup only) is fed to:
 
 - ``dict insert``: the "no review" writer, each fact stored under its
   (user, subject, predicate) key — the floor any writer pays;

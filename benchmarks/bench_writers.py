@@ -7,6 +7,11 @@ For each store, in one run against the real services:
 - ``writer op-by-op``  — the connector with chunk size 1 (a smaller sample);
 - ``baseline``         — the plainest insert of the same data in the same chunks:
   pipelined HSET (Redis), ``collection.add`` (Chroma), ``UNWIND … CREATE`` (Neo4j).
+  Chroma's baseline adds the distinct versions only (the writer's CLOSE operations
+  update versions it already holds), so its ops column is smaller.
+
+The fact operations form version chains of 4 (each new version closes the last),
+the working-memory ones are 4 turns per status update, over 20 users.
 
 Run (services from ``memstream infra up``)::
 
@@ -25,6 +30,7 @@ import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from typing import TypeVar
 
 import chromadb
 import neo4j
@@ -42,6 +48,7 @@ from schemas.lineage import SourceLineage
 from schemas.memory import Encoding, MemoryKind, MemoryRecord, Tier
 from schemas.ops import MemoryOperation, OpType, StatusEntry, WorkingTurn
 
+T = TypeVar("T")
 T0 = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
 DIM = 384  # MiniLM width, as the encode stage's text vectors
 USERS = 20  # operations spread over this many users, as a partition's keys would be
@@ -145,7 +152,7 @@ def drive(sink: MemorySink, ops: Sequence[MemoryOperation], chunk: int) -> Calla
     return run
 
 
-def chunks(items: Sequence[object], size: int) -> list[Sequence[object]]:
+def chunks(items: Sequence[T], size: int) -> list[Sequence[T]]:
     return [items[start : start + size] for start in range(0, len(items), size)]
 
 
@@ -160,7 +167,6 @@ def bench_redis(url: str, tenant: str, n: int, small: int, chunk: int) -> list[R
         for part in chunks(ops, chunk):
             pipe = client.pipeline(transaction=False)
             for op in part:
-                assert isinstance(op, MemoryOperation)
                 pipe.hset(f"bench:{tenant}:{op.user_id}", op.op_id, op.model_dump_json())
             pipe.execute()
 
@@ -191,18 +197,26 @@ def bench_chroma(
             )
 
         plain = client.get_or_create_collection(
-            "bench-plain", configuration={"hnsw": {"space": "cosine"}}, embedding_function=embedding
+            "bench-plain",
+            configuration={"hnsw": {"space": "cosine"}},
+            # chromadb types this as EmbeddingFunction[Embeddable] (invariant); ours
+            # embeds Documents, which is all a text collection needs.
+            embedding_function=embedding,  # type: ignore[arg-type]
         )
-        records = [op.record for op in ops if op.record and op.op_type is OpType.UPSERT_FACT]
+        records = [
+            op.record
+            for op in ops
+            if op.record and op.record.encoding and op.op_type is OpType.UPSERT_FACT
+        ]
 
         def baseline() -> None:
             for part in chunks(records, chunk):
-                batch = [r for r in part if isinstance(r, MemoryRecord) and r.encoding]
+                vectors: list[Sequence[float]] = [r.encoding.combined for r in part if r.encoding]
                 plain.add(
-                    ids=[r.fact_id for r in batch],
-                    embeddings=[list(r.encoding.combined) for r in batch if r.encoding],
-                    metadatas=[{"tenant": r.tenant_id, "user": r.user_id} for r in batch],
-                    documents=[r.text for r in batch],
+                    ids=[r.fact_id for r in part],
+                    embeddings=vectors,
+                    metadatas=[{"tenant": r.tenant_id, "user": r.user_id} for r in part],
+                    documents=[r.text for r in part],
                 )
 
         return [

@@ -12,8 +12,14 @@ and never re-opens a closed version (``valid_until`` only ever goes from open to
 time); a version already moved to the archive collection is updated there, not
 brought back. Applying a batch twice therefore leaves both collections unchanged.
 
-Archive: :meth:`ChromaMemory.archive_stale` moves (upsert into ``…-archive``, then
-delete) the items whose ``last_retrieved_at`` is older than 30 days.
+A version stored exactly as it would be written is skipped, so a replay costs one
+read and no index update.
+
+Archive: :meth:`ChromaMemory.archive_stale` (one tenant) and
+:meth:`ChromaMemory.archive_all_stale` (every tenant of the namespace) move the
+items whose ``last_retrieved_at`` is older than 30 days into ``…-archive`` (upsert
+there, then delete here). Retrieval through :meth:`ChromaMemory.query` sets
+``last_retrieved_at``.
 """
 
 from __future__ import annotations
@@ -202,6 +208,14 @@ class ChromaMemory(BatchingSink):
             self._collections[key] = self.client.get_or_create_collection(
                 collection_name(tenant_id, self.namespace, archive=archive),
                 configuration={"hnsw": {"space": "cosine"}},
+                # Names are hashed; the metadata says whose collection it is.
+                metadata={
+                    "memstream_tenant": tenant_id,
+                    "memstream_namespace": self.namespace or "",
+                    "memstream_archive": archive,
+                },
+                # chromadb types this as EmbeddingFunction[Embeddable] (invariant); ours
+                # embeds Documents, which is all a text collection needs.
                 embedding_function=self.embedding_function,  # type: ignore[arg-type]
             )
         return self._collections[key]
@@ -239,11 +253,9 @@ class ChromaMemory(BatchingSink):
             in_live = _stored(live, ids)
             in_archive = _stored(archive, [i for i in ids if i not in in_live])
             now = self.clock().timestamp()
-            for target, stored in ((live, in_live), (archive, in_archive)):
-                chosen = [r for r in records if r.fact_id in stored]
-                if target is live:
-                    chosen += [r for r in records if r.fact_id not in in_live | in_archive]
-                _upsert(target, chosen, stored, now)
+            # A version already archived stays archived; everything else is live.
+            _upsert(archive, [r for r in records if r.fact_id in in_archive], in_archive, now)
+            _upsert(live, [r for r in records if r.fact_id not in in_archive], in_live, now)
 
     def _erase_user(self, tenant_id: str, user_id: str) -> None:
         for archive in (False, True):
@@ -334,6 +346,17 @@ class ChromaMemory(BatchingSink):
         )
         live.delete(ids=stale["ids"])
         return len(stale["ids"])
+
+    def archive_all_stale(self, *, max_idle: timedelta = ARCHIVE_AFTER) -> dict[str, int]:
+        """:meth:`archive_stale` for every tenant of this namespace; moved count per tenant."""
+        moved: dict[str, int] = {}
+        for collection in self.client.list_collections():
+            meta = collection.metadata or {}
+            mine = meta.get("memstream_namespace") == (self.namespace or "")
+            if mine and meta.get("memstream_archive") is False:
+                tenant_id = str(meta["memstream_tenant"])
+                moved[tenant_id] = self.archive_stale(tenant_id, max_idle=max_idle)
+        return moved
 
 
 def _merge(earlier: MemoryRecord | None, later: MemoryRecord) -> MemoryRecord:

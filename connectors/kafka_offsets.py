@@ -126,10 +126,19 @@ class OffsetReader:
         return offsets
 
     def log_ends(self, positions: Iterable[Position]) -> dict[Position, int]:
-        """The last stable offset (read_committed list-offsets) of each partition."""
+        """The last stable offset (read_committed list-offsets) of each partition.
+
+        Partitions of topics that no longer exist are left out (a group keeps
+        its offsets of a deleted topic until they expire).
+        """
+        try:
+            topics = self._admin.list_topics(timeout=self._timeout_s).topics
+        except KafkaException as exc:
+            raise OffsetsUnavailable(f"listing topics on {self._bootstrap}: {exc}") from exc
         request = {
             TopicPartition(topic, partition): OffsetSpec.latest()
             for topic, partition in set(positions)
+            if topic in topics and partition in topics[topic].partitions
         }
         if not request:
             return {}
@@ -162,6 +171,9 @@ class OffsetReader:
                 "enable.auto.commit": False,
                 "isolation.level": "read_committed",
                 "enable.partition.eof": True,
+                # An offset already deleted by retention restarts at the oldest
+                # record kept: the oldest unconsumed one the group can still read.
+                "auto.offset.reset": "earliest",
             }
         )
         pending = dict(offsets)
@@ -173,10 +185,10 @@ class OffsetReader:
                 msg = reader.poll(0.2)
                 if msg is None:
                     continue
-                position = (str(msg.topic()), int(msg.partition() or 0))
                 error = msg.error()
                 if error is not None and error.code() != KafkaError._PARTITION_EOF:
-                    raise OffsetsUnavailable(f"reading {position[0]}[{position[1]}]: {error.str()}")
+                    raise OffsetsUnavailable(f"reading {msg.topic()}[{msg.partition()}]: {error}")
+                position = (str(msg.topic()), msg.partition())
                 if position not in pending:
                     continue
                 del pending[position]

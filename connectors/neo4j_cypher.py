@@ -79,8 +79,8 @@ RETURN f ORDER BY f.subject, f.predicate, f.version, f.fact_id
 
 # Every version of one (subject, predicate) chain, oldest first.
 CHAIN = """
-MATCH (:User {ns: $ns, tenant_id: $tenant_id, user_id: $user_id})-[:HAS_FACT]->(f:Fact)
-WHERE f.chain_id = $chain_id
+MATCH (f:Fact {ns: $ns, tenant_id: $tenant_id, chain_id: $chain_id})
+WHERE f.user_id = $user_id
 RETURN f ORDER BY f.version, f.valid_from, f.fact_id
 """
 

@@ -37,6 +37,11 @@ from schemas.ids import chain_id
 from schemas.memory import MemoryKind, MemoryRecord, Tier
 from schemas.ops import MemoryOperation, OpType
 
+# How long a write transaction is retried before the error surfaces as backpressure.
+# The driver's default is 30 s; DESIGN.md §5 spools once a write takes over 200 ms,
+# so a store that is down should be reported within about a second.
+RETRY_TIME_S = 1.0
+
 
 class Relation(StrEnum):
     """The relation families of DESIGN.md §4 and the fact kind each one reads."""
@@ -105,7 +110,7 @@ def _hit(node: Mapping[str, Any]) -> SearchHit:
     return SearchHit.model_validate(
         {
             "tier": Tier.SEMANTIC,
-            **{key: f.get(key) for key in SearchHit.model_fields if key in f},
+            **{key: f[key] for key in SearchHit.model_fields if key in f},
             "lineage": {
                 "topic": f["lineage_topic"],
                 "partition": f["lineage_partition"],
@@ -128,7 +133,7 @@ class Neo4jMemory(BatchingSink):
         driver: neo4j.Driver,
         *,
         database: str | None = None,
-        namespace: str = "",
+        namespace: str | None = None,
         clock: Callable[[], datetime] = _utcnow,
         chunk_size: int = DEFAULT_CHUNK_SIZE,
         latency_budget_s: float = DEFAULT_LATENCY_BUDGET_S,
@@ -136,13 +141,21 @@ class Neo4jMemory(BatchingSink):
         super().__init__(chunk_size=chunk_size, latency_budget_s=latency_budget_s)
         self.driver = driver
         self.database = database
-        self.namespace = namespace
+        self.namespace = namespace or ""  # stored on every node: "" is live memory
         self.clock = clock
 
     @classmethod
-    def connect(cls, uri: str, auth: tuple[str, str] | None = None, **kwargs: Any) -> Neo4jMemory:
+    def connect(
+        cls,
+        uri: str,
+        auth: tuple[str, str] | None = None,
+        *,
+        retry_time_s: float = RETRY_TIME_S,
+        **kwargs: Any,
+    ) -> Neo4jMemory:
         """A writer on a new driver for ``uri`` (``bolt://host:port``)."""
-        return cls(neo4j.GraphDatabase.driver(uri, auth=auth), **kwargs)
+        driver = neo4j.GraphDatabase.driver(uri, auth=auth, max_transaction_retry_time=retry_time_s)
+        return cls(driver, **kwargs)
 
     def close(self) -> None:
         """Close the driver."""

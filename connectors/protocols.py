@@ -79,7 +79,8 @@ class BatchingSink(ABC):
     full chunk at once; ``flush`` applies the remainder. A transient store error
     or a chunk slower than the latency budget raises :class:`BackpressureError`
     with every operation not yet applied (the buffer is then empty: the caller
-    owns those operations).
+    owns those operations). Any other error propagates with the buffer left as it
+    was, so nothing is dropped silently.
     """
 
     tier: ClassVar[Tier]
@@ -110,7 +111,16 @@ class BatchingSink(ABC):
         """Whether ``error`` means the store is unavailable (spool) rather than a bug."""
 
     def write(self, batch: Sequence[MemoryOperation]) -> None:
-        """Buffer the operations for this tier and apply every full chunk."""
+        """Buffer the operations for this tier and apply every full chunk.
+
+        Raises ValueError (before buffering anything) for an operation whose record
+        belongs to another tenant or user than the operation itself: writers scope
+        by the operation and describe by the record, so the two must agree.
+        """
+        for op in batch:
+            owner = (op.record.tenant_id, op.record.user_id) if op.record else None
+            if owner is not None and owner != (op.tenant_id, op.user_id):
+                raise ValueError(f"operation {op.op_id}: record belongs to {owner}")
         self._buffer.extend(op for op in batch if self.tier in op.tiers)
         self._drain(full_chunks_only=True)
 

@@ -49,8 +49,14 @@ TURNS_KEPT = 5
 DEFAULT_PENDING_TTL = timedelta(days=7)
 _NAMESPACE = re.compile(r"^[A-Za-z0-9_.@-]{1,64}$")
 
-# KEYS: pending zset, items hash, resolved hash. ARGV: fact_id, expiry, item JSON.
+# KEYS: pending zset, items hash, resolved hash. ARGV: fact_id, expiry, item JSON,
+# the operation's event time. Items expired by that time are dropped first, so
+# the queue does not grow with items nobody confirmed.
 _ADD_PENDING = """
+for _, gone in ipairs(redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[4])) do
+  redis.call('HDEL', KEYS[2], gone)
+end
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', ARGV[4])
 if redis.call('HEXISTS', KEYS[3], ARGV[1]) == 1 then return 0 end
 redis.call('ZADD', KEYS[1], ARGV[2], ARGV[1])
 redis.call('HSET', KEYS[2], ARGV[1], ARGV[3])
@@ -161,7 +167,13 @@ class RedisMemory(BatchingSink):
             )
             pending = key(op.tenant_id, op.user_id, "pending")
             keys = [pending, f"{pending}:items", f"{pending}:resolved"]
-            self._add_pending(keys, [op.record.fact_id, expiry.timestamp(), item], client=pipe)
+            args: list[str | float] = [
+                op.record.fact_id,
+                expiry.timestamp(),
+                item,
+                op.at.timestamp(),
+            ]
+            self._add_pending(keys, args, client=pipe)
         elif op.op_type is OpType.RESOLVE_PENDING and op.target_fact_id and op.resolution:
             pending = key(op.tenant_id, op.user_id, "pending")
             pipe.zrem(pending, op.target_fact_id)

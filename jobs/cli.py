@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from jobs import cli_infra, cli_publish, cli_run, cli_schemas, cli_train
+from jobs import cli_infra, cli_lag, cli_publish, cli_run, cli_schemas, cli_train
 
 app = typer.Typer(
     name="memstream",
@@ -25,6 +25,7 @@ app.add_typer(cli_schemas.app, name="schemas")
 app.add_typer(cli_train.app, name="train")
 app.command("publish")(cli_publish.publish)
 app.command("run")(cli_run.run)
+app.command("lag")(cli_lag.lag)
 
 
 def main() -> None:

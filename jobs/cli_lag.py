@@ -32,7 +32,13 @@ from rich.live import Live
 from rich.measure import Measurement
 from rich.table import Table
 
-from connectors.kafka_offsets import OffsetReader, OffsetsUnavailable, Position, UnknownGroup
+from connectors.kafka_offsets import (
+    GroupInfo,
+    OffsetReader,
+    OffsetsUnavailable,
+    Position,
+    UnknownGroup,
+)
 from memstream.settings import get_settings
 from pipelines.lag import History, Rules, Sample, Status, lag_seconds, partition_status, worst
 
@@ -90,12 +96,14 @@ class LagMonitor:
         self._rules = rules
         self._clock = clock
         self._history = History(rules)
-        self._record_times: dict[tuple[str, int, int], float | None] = {}
+        # Append time of the record at (topic, partition, offset): it never changes.
+        self._appended: dict[tuple[Position, int], float] = {}
 
     def refresh(self, groups: Sequence[str] = ()) -> list[GroupLag]:
         """One sample of ``groups`` (default: every group), sorted by group id.
 
-        Raises UnknownGroup when a named group does not exist.
+        Raises UnknownGroup when a named group does not exist. Partitions of
+        deleted topics are left out.
         """
         if groups:
             self._reader.require(groups)
@@ -104,34 +112,56 @@ class LagMonitor:
         committed = {name: self._reader.committed(name) for name in names}
         ends = self._reader.log_ends(pos for offsets in committed.values() for pos in offsets)
         now = self._clock()
-        used: dict[tuple[str, int, int], float | None] = {}
-        reports = []
-        for name in names:
-            members = infos[name].members
-            rows, statuses = [], []
-            for position, offset in sorted(committed[name].items()):
-                history = self._history.add(name, *position, Sample(now, offset, ends[position]))
-                seconds = lag_seconds(history, offset, now)
-                if seconds is None:
-                    seconds = self._record_age(position, offset, now, used)
-                rows.append(PartitionLag(*position, offset, ends[position], seconds))
-                statuses.append(partition_status(history, members, seconds, self._rules))
-            reports.append(GroupLag(name, infos[name].state, members, worst(statuses), rows))
-        self._record_times = used  # forget the times of offsets no group sits at any more
-        return reports
+        histories = {
+            name: {
+                position: self._history.add(name, *position, Sample(now, offset, ends[position]))
+                for position, offset in sorted(committed[name].items())
+                if position in ends
+            }
+            for name in names
+        }
+        beyond_history = {
+            (position, history[-1].committed)
+            for by_position in histories.values()
+            for position, history in by_position.items()
+            if lag_seconds(history, history[-1].committed, now) is None
+        }
+        appended = self._appended_at(beyond_history)
+        return [self._report(infos[name], histories[name], appended, now) for name in names]
 
-    def _record_age(
+    def _report(
         self,
-        position: Position,
-        offset: int,
+        info: GroupInfo,
+        histories: dict[Position, list[Sample]],
+        appended: dict[tuple[Position, int], float],
         now: float,
-        used: dict[tuple[str, int, int], float | None],
-    ) -> float:
-        key = (*position, offset)
-        if key not in self._record_times:
-            self._record_times[key] = self._reader.record_times({position: offset}).get(position)
-        used[key] = appended = self._record_times[key]
-        return 0.0 if appended is None else max(0.0, now - appended)
+    ) -> GroupLag:
+        rows, statuses = [], []
+        for position, history in histories.items():
+            latest = history[-1]
+            age = lag_seconds(history, latest.committed, now)
+            if age is None:
+                stamp = appended.get((position, latest.committed))
+                # No visible record at or after the offset: only transaction
+                # markers or aborted records lie before the end; nothing waits.
+                age = 0.0 if stamp is None else max(0.0, now - stamp)
+            rows.append(PartitionLag(*position, latest.committed, latest.end, age))
+            statuses.append(partition_status(history, info.members, age, self._rules))
+        return GroupLag(info.group_id, info.state, info.members, worst(statuses), rows)
+
+    def _appended_at(self, wanted: set[tuple[Position, int]]) -> dict[tuple[Position, int], float]:
+        """Append times of the records at ``wanted`` positions, read once and cached."""
+        missing = sorted(wanted - self._appended.keys())
+        while missing:  # one read per batch holding each partition once
+            batch: dict[Position, int] = {}
+            for position, offset in missing:
+                batch.setdefault(position, offset)
+            for position, stamp in self._reader.record_times(batch).items():
+                self._appended[(position, batch[position])] = stamp
+            missing = [item for item in missing if batch.get(item[0]) != item[1]]
+        # Offsets no group sits at any more are forgotten.
+        self._appended = {key: self._appended[key] for key in wanted if key in self._appended}
+        return self._appended
 
 
 def _seconds(value: float) -> str:
@@ -141,11 +171,12 @@ def _seconds(value: float) -> str:
 def render(reports: Sequence[GroupLag]) -> Table:
     """The describe-style table, one row per partition, with the summary as its caption."""
     table = Table(box=None, caption=summary(reports), caption_justify="left", pad_edge=False)
-    for header in ("GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG"):
-        numeric = header not in ("GROUP", "TOPIC")
-        table.add_column(header, justify="right" if numeric else "left", no_wrap=True)
-    table.add_column("LAG-SECONDS", justify="right", no_wrap=True)
-    table.add_column("STATUS", no_wrap=True)
+    # In a narrow terminal (--watch) long names fold onto more lines; figures never do.
+    table.add_column("GROUP", overflow="fold")
+    table.add_column("TOPIC", overflow="fold")
+    for header in ("PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG", "LAG-SECONDS"):
+        table.add_column(header, justify="right", no_wrap=True, min_width=len(header))
+    table.add_column("STATUS", no_wrap=True, min_width=len("STATUS"))
     for report in reports:
         if not report.partitions:
             table.add_row(report.group, "-", "-", "-", "-", "-", "-", report.status.value)

@@ -28,7 +28,7 @@ def command(
 
     target = out or MODEL_PATH
     with tempfile.TemporaryDirectory(prefix="memstream-ner-") as work:
-        trained = train_tagger(data_dir, Path(work), seed=seed, epochs=epochs)
+        _, trained = train_tagger(data_dir, Path(work), seed=seed, epochs=epochs)
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(trained, target)
     size_mb = target.stat().st_size / 1e6

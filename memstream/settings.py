@@ -15,6 +15,8 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from pipelines.review.config import ReviewConfig
+
 _REPO_ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -116,6 +118,10 @@ class Settings(BaseSettings):
     redis: RedisSettings = RedisSettings()
     neo4j: Neo4jSettings = Neo4jSettings()
     chroma: ChromaSettings = ChromaSettings()
+    # Review thresholds and TTLs (documented in pipelines/review/config.py);
+    # e.g. MEMSTREAM_REVIEW__COMMIT_THRESHOLD=0.9.
+    review: ReviewConfig = ReviewConfig()
+    review_rules: Path | None = None  # None: the packaged pipelines/review/rules.toml
 
     @property
     def chroma_path(self) -> Path:

@@ -7,6 +7,8 @@ candidate facts like a dialogue turn's, without NLP.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from pydantic import ValidationError
 
 from schemas.events import ActionType, UserAction
@@ -51,7 +53,7 @@ def action_facts(action: UserAction) -> list[ExtractedFact]:
     return []
 
 
-def _stored_memory(action: UserAction, base: dict[str, object]) -> ExtractedFact:
+def _stored_memory(action: UserAction, base: Mapping[str, object]) -> ExtractedFact:
     props = action.properties
     try:
         return ExtractedFact.model_validate(

@@ -47,6 +47,7 @@ class IngestResult:
     ops: list[MemoryOperation] = field(default_factory=list)
     dead_letter: DeadLetter | None = None
     facts: list[ExtractedFact] = field(default_factory=list)
+    intent: str | None = None
 
     @property
     def state_key(self) -> str | None:
@@ -111,10 +112,27 @@ class IngestPipeline:
                 continue
             state = state_for(result.event.key)
             lineage = _lineage(result.record, result.event)
-            result.ops = self.reviewer.apply(
-                state, result.event, lineage, result.facts, encodings[id(result)]
-            )
+            try:
+                result.ops = self._review(state, result, lineage, encodings[id(result)])
+            except ValueError as exc:
+                # The reviewer leaves the state untouched when it raises, so a
+                # poison event is dead-lettered and the batch goes on.
+                result.dead_letter = _processing_error(result.record, "review", exc)
         return results
+
+    def _review(
+        self,
+        state: UserMemoryState,
+        result: IngestResult,
+        lineage: SourceLineage,
+        encodings: list[Encoding | None],
+    ) -> list[MemoryOperation]:
+        if isinstance(result.event, DialogueEvent):
+            return self.reviewer.on_dialogue(
+                state, result.event, lineage, result.facts, encodings, intent=result.intent
+            )
+        assert result.event is not None  # noqa: S101  # dead letters never reach review
+        return self.reviewer.apply(state, result.event, lineage, result.facts, encodings)
 
     # -- steps -------------------------------------------------------------
     @staticmethod
@@ -133,11 +151,16 @@ class IngestPipeline:
 
     def _extract(self, results: list[IngestResult]) -> None:
         turns = [r for r in results if isinstance(r.event, DialogueEvent)]
-        turn_events = [r.event for r in turns if isinstance(r.event, DialogueEvent)]
-        parsed = self.parser.parse_batch(turn_events)
-        facts = self.extractor.extract_batch(list(zip(turn_events, parsed, strict=True)))
-        for result, turn_facts in zip(turns, facts, strict=True):
-            result.facts = list(turn_facts)
+        try:
+            self._extract_turns(turns)
+        except Exception:
+            # Third-party NLP can fail on any input; redo the batch one turn at
+            # a time so only the turn that fails is dead-lettered.
+            for result in turns:
+                try:
+                    self._extract_turns([result])
+                except Exception as exc:
+                    result.dead_letter = _processing_error(result.record, "parse/extract", exc)
         for result in results:
             try:
                 if isinstance(result.event, CrmWebhook):
@@ -145,20 +168,34 @@ class IngestPipeline:
                 elif isinstance(result.event, UserAction):
                     result.facts = action_facts(result.event)
             except ValueError as exc:
-                result.dead_letter = DeadLetter.wrap(
-                    result.record.value,
-                    reason=DeadLetterReason.PROCESSING_ERROR,
-                    detail=str(exc),
-                    topic=result.record.topic,
-                    partition=result.record.partition,
-                    offset=result.record.offset,
-                    stage="extract",
-                )
+                result.dead_letter = _processing_error(result.record, "extract", exc)
+
+    def _extract_turns(self, turns: list[IngestResult]) -> None:
+        events = [r.event for r in turns if isinstance(r.event, DialogueEvent)]
+        parsed = self.parser.parse_batch(events)
+        facts = self.extractor.extract_batch(list(zip(events, parsed, strict=True)))
+        for result, turn, turn_facts in zip(turns, parsed, facts, strict=True):
+            result.facts = list(turn_facts)
+            result.intent = turn.intent
 
     def _encode(self, results: list[IngestResult]) -> Mapping[int, list[Encoding | None]]:
-        flat = [f for r in results for f in r.facts]
+        live = [r for r in results if r.dead_letter is None]
+        flat = [f for r in live for f in r.facts]
         vectors = iter(self.encoder.encode(flat))
-        return {id(r): [next(vectors) for _ in r.facts] for r in results}
+        return {id(r): [next(vectors) for _ in r.facts] for r in live}
+
+
+def _processing_error(record: SourceRecord, stage: str, exc: Exception) -> DeadLetter:
+    return DeadLetter.wrap(
+        record.value,
+        reason=DeadLetterReason.PROCESSING_ERROR,
+        detail=f"{stage} failed: {type(exc).__name__}: {exc}",
+        topic=record.topic,
+        partition=record.partition,
+        offset=record.offset,
+        key=record.key.decode("utf-8", "replace") if record.key else None,
+        stage=stage,
+    )
 
 
 def _lineage(record: SourceRecord, event: InputEvent) -> SourceLineage:

@@ -22,9 +22,10 @@ from pathlib import Path
 from schemas.facts import ExtractedFact
 from schemas.memory import Polarity
 
-# The committed seed graph: the predicate vocabulary of the extract stage over
-# everyday customer-service values, so a fresh install has trained vectors for
-# the common relations before any user triple was seen.
+# The committed seed graph: the extract stage's triples (subject "user", the
+# predicates of pipelines/extract/vocabulary.py, canonical objects) over
+# everyday customer-service values, affirmed and negated, so a fresh install
+# has trained vectors for every relation before any user triple was seen.
 SEED_TRIPLES = Path(__file__).with_name("seed_triples.jsonl")
 
 _NEGATION_PREFIX = "not_"

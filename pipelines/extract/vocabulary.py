@@ -62,7 +62,9 @@ TIME_TOPICS: tuple[tuple[str, frozenset[str]], ...] = (
     ),
     (
         "travel_time",
-        frozenset({"fly", "flight", "travel", "trip", "holiday", "hotel", "stay", "move", "abroad"}),
+        frozenset(
+            {"fly", "flight", "travel", "trip", "holiday", "hotel", "stay", "move", "abroad"}
+        ),
     ),
     ("payment_date", frozenset({"pay", "payment", "debit", "invoice", "bill", "month"})),
 )
@@ -98,8 +100,10 @@ _TIME_PLURALS = {
         "morning afternoon evening night"
     ).split()
 }
-_TIME_DROP = re.compile(
-    r"^(?:(?:on|at|in|the|this|next|every|any|around|about|by|from|until|till|of)\s+)+"
+_TIME_DROP = re.compile(r"^(?:(?:on|at|in|the|this|every|any|around|about|by|from|of)\s+)+")
+# "next Monday" is just Monday; "next week" keeps its "next" (else it is any week).
+_NEXT_DAY = re.compile(
+    r"^next\s+(?=(?:mon|tues|wednes|thurs|fri|satur|sun)day|weekend|morning|afternoon|evening)"
 )
 _CLOCK = re.compile(r"\b(\d{1,2}(?::\d{2})?)\s*([ap])\.?\s*m\b\.?")
 
@@ -108,6 +112,7 @@ def canonical_time(text: str) -> str:
     """'Next Mondays' -> 'monday'; '9 a.m.' -> '9am'; 'before 9' stays 'before 9'."""
     value = _CLOCK.sub(lambda m: f"{m.group(1)}{m.group(2)}m", text.lower())
     value = _TIME_DROP.sub("", value.strip(" .,!?;:")).strip()
+    value = _NEXT_DAY.sub("", _TIME_DROP.sub("", value)).strip()
     return " ".join(_TIME_PLURALS.get(word, word) for word in value.split())
 
 

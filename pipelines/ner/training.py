@@ -75,8 +75,11 @@ def load_corpus(data_dir: Path) -> Any:
     )
 
 
-def train_tagger(data_dir: Path, out_dir: Path, *, seed: int, epochs: int) -> Path:
-    """Train a Character+OneHot BiLSTM-CRF tagger and return the saved model path.
+def train_tagger(data_dir: Path, out_dir: Path, *, seed: int, epochs: int) -> tuple[Any, Path]:
+    """Train a Character+OneHot BiLSTM-CRF tagger; return it and the path it was saved to.
+
+    The returned in-memory tagger is the one saved (the model after the last
+    epoch, not a "best on dev" checkpoint), so tests can compare it to a reload.
 
     The stack order [Character, OneHot] matters: the reverse order reloads with
     re-sorted embedding names and silently predicts garbage (STACK.md).
@@ -113,7 +116,11 @@ def train_tagger(data_dir: Path, out_dir: Path, *, seed: int, epochs: int) -> Pa
         mini_batch_size=MINI_BATCH_SIZE,
         max_epochs=epochs,
         shuffle=True,
+        # "none": nothing cached on the sentences between epochs; the character
+        # embeddings are trained, so a cached vector would be stale.
+        embeddings_storage_mode="none",
         save_final_model=True,
+        use_final_model_for_eval=True,
         create_file_logs=False,
         create_loss_file=False,
     )
@@ -122,7 +129,7 @@ def train_tagger(data_dir: Path, out_dir: Path, *, seed: int, epochs: int) -> Pa
     for leftover in out_dir.glob("*.pt"):
         if leftover != model_path:
             leftover.unlink()
-    return model_path
+    return tagger, model_path
 
 
 def evaluate_tagger(model_path: Path, data_dir: Path, split: str = "test") -> list[LabelScore]:

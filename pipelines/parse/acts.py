@@ -131,7 +131,9 @@ ACT_RULES: Sequence[tuple[Intent, re.Pattern[str]]] = (
     ),
     (
         Intent.ORDER,
-        _phrases("order", "buy", "purchase", "book a", "book the", "subscribe", "sign up", "reserve"),
+        _phrases(
+            "order", "buy", "purchase", "book a", "book the", "subscribe", "sign up", "reserve"
+        ),
     ),
     (
         Intent.PREFERENCE,
@@ -186,7 +188,9 @@ def is_filler(text: str) -> bool:
 
 def memory_cues(text: str) -> list[str]:
     """The explicit references to earlier turns ("last time", "as I said", ...)."""
-    return sorted({" ".join(match.group(0).lower().split()) for match in MEMORY_CUES.finditer(text)})
+    return sorted(
+        {" ".join(match.group(0).lower().split()) for match in MEMORY_CUES.finditer(text)}
+    )
 
 
 def sentence_act(text: str, role: Role) -> Intent:

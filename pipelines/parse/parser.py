@@ -77,7 +77,7 @@ class DialogueParser:
                 text=sent.text,
                 start=sent.start_char,
                 end=sent.end_char,
-                intent=(act := sentence_act(sent.text, event.role)),
+                intent=(act := _imperative(sent, sentence_act(sent.text, event.role))),
                 memory_cues=memory_cues(sent.text),
                 is_chit_chat=act is Intent.CHIT_CHAT,
             )
@@ -113,6 +113,14 @@ class DialogueParser:
             is_chit_chat=chit_chat,
             summary=summary,
         ).with_doc(doc)
+
+
+def _imperative(sent: Any, act: Intent) -> Intent:
+    """A plain statement that opens with a base-form verb ("Call me on Monday") is a request."""
+    first = next((t for t in sent if not t.is_punct and not t.is_space), None)
+    if act is Intent.INFORM and first is not None and first.tag_ == "VB":
+        return Intent.REQUEST
+    return act
 
 
 def _passthrough(event: DialogueEvent, lang: str) -> ParsedTurn:

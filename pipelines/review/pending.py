@@ -50,7 +50,7 @@ def hold(
                 "review": [*cand.review, deferred, gated],
             }
         )
-        state.add_pending(PendingItem(record, cause, gated.reason, cand.expires_at, may_merge))
+        state.add_pending(PendingItem(record, cause, cand.expires_at, may_merge))
         state.count("pending")
         return [AddPending(record)]
     event = cand.lineage.event_id

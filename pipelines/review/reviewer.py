@@ -259,7 +259,7 @@ class Reviewer:
         if not contradictions:
             return ReviewOutcome(stage=ReviewStage.FACT_CHECK, decision="pass"), None
         found = "; ".join(
-            f"contradicts {c.head.fact_id} ({c.head.statement()}): {c.reason}"
+            f"contradicts {c.head.fact_id} ({c.head.statement()}) by {c.rule}: {c.reason}"
             for c in contradictions
         )
         if fact.is_update or fact.authoritative:

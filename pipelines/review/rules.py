@@ -140,6 +140,15 @@ class ReviewRules(_Rule):
     categories: dict[str, Category] = Field(default_factory=dict)
     category_conflict: list[CategoryConflict] = Field(default_factory=list)
     impossible: list[ImpossibleValue] = Field(default_factory=list)
+    # Which candidates any contradiction rule can concern: most facts (a phone
+    # number, a city) concern none and skip the scan of the current facts.
+    _guarded: frozenset[str] = PrivateAttr()
+
+    def model_post_init(self, context: object, /) -> None:
+        """Collect the predicates and attributes named by contradiction rules."""
+        names = {p for rule in self.exclusive for p in rule.predicates}
+        names |= {a for rule in self.category_conflict for a in rule.attributes}
+        self._guarded = frozenset(names)
 
     @model_validator(mode="after")
     def _categories_exist(self) -> Self:
@@ -174,9 +183,9 @@ class ReviewRules(_Rule):
         current: Iterable[MemoryRecord],
     ) -> list[Contradiction]:
         """The current facts that an affirmed candidate contradicts."""
-        if polarity is not Polarity.AFFIRMED:
-            return []
         attr = attribute(subject, predicate)
+        if polarity is not Polarity.AFFIRMED or not {attr, predicate.casefold()} & self._guarded:
+            return []
         found = []
         for head in current:
             if head.polarity is not Polarity.AFFIRMED:

@@ -62,9 +62,8 @@ class PendingItem:
     on the committed version when the item is confirmed.
     """
 
-    record: MemoryRecord
+    record: MemoryRecord  # its review says why it is held
     cause: PendingCause
-    reason: str
     fact_expires_at: datetime | None
     may_merge: bool  # conflict.resolve's flag, kept for the commit on confirmation
 
@@ -74,7 +73,6 @@ class PendingItem:
         return {
             "record": self.record.model_dump(mode="json"),
             "cause": self.cause.value,
-            "reason": self.reason,
             "fact_expires_at": None if expires is None else expires.isoformat(),
             "may_merge": self.may_merge,
         }
@@ -86,7 +84,6 @@ class PendingItem:
         return cls(
             record=MemoryRecord.model_validate(data["record"]),
             cause=PendingCause(data["cause"]),
-            reason=data["reason"],
             fact_expires_at=None if expires is None else datetime.fromisoformat(expires),
             may_merge=bool(data["may_merge"]),
         )

@@ -142,6 +142,30 @@ def test_archives_items_not_retrieved_for_thirty_days(
     assert ids_of(memory.get(tenant, "u1", archived=True)) == [stale.fact_id]
 
 
+def test_archives_every_tenant_of_its_namespace(
+    chroma_path: Path, embedding: MiniLMEmbeddingFunction, clock: Clock, unique: str
+) -> None:
+    client = chromadb.PersistentClient(
+        path=str(chroma_path), settings=Settings(anonymized_telemetry=False)
+    )
+    # Its own namespace: the sweep must not touch other tests' collections.
+    memory = ChromaMemory(
+        client,
+        namespace=f"n{unique}",
+        embedding_function=embedding,
+        clock=clock,
+        latency_budget_s=math.inf,
+    )
+    other = ChromaMemory(client, namespace=f"m{unique}", embedding_function=embedding, clock=clock)
+    tenants = [f"a{unique}", f"b{unique}"]
+    for tenant in tenants:
+        apply(memory, [upsert(fact(tenant, "u1", "user", "likes", "jazz", event_id="e1"))])
+        apply(other, [upsert(fact(tenant, "u1", "user", "likes", "jazz", event_id="e1"))])
+    clock.now = T0 + timedelta(days=31)
+    assert memory.archive_all_stale() == {tenant: 1 for tenant in tenants}
+    assert all(len(other.get(tenant, "u1")) == 1 for tenant in tenants)
+
+
 def test_tenants_never_see_each_other(memory: ChromaMemory, unique: str) -> None:
     tenant_a, tenant_b = f"a{unique}", f"b{unique}"
     secret: MemoryRecord = fact(tenant_a, "u1", "user", "pin", "1234", event_id="e1")

@@ -12,6 +12,7 @@ import os
 import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import chromadb
@@ -148,27 +149,44 @@ def test_up_twice_reuses_the_running_services(settings: Settings) -> None:
     assert {s.name: s.pid for s in infra.status(settings)} == before
 
 
+# Each process imports, says it is ready, then waits for "go", so both call
+# up() within milliseconds of each other: without the lock both would spawn.
+_RACE_SCRIPT = """
+import sys, time, pathlib
+import infra
+from memstream.settings import get_settings
+settings = get_settings()
+here = pathlib.Path(sys.argv[1])
+(here / f"ready-{sys.argv[2]}").touch()
+while not (here / "go").exists():
+    time.sleep(0.001)
+print(infra.up(settings, ["redis"])[0].started)
+"""
+
+
 def test_parallel_up_calls_start_a_service_once(settings: Settings, tmp_path: Path) -> None:
-    env = {
-        **os.environ,
-        "MEMSTREAM_STATE_DIR": str(tmp_path),
-        "MEMSTREAM_REDIS__PORT": str(free_port()),
-    }
-    script = "import infra; from memstream.settings import get_settings; " + (
-        "print(infra.up(get_settings(), ['redis'])[0].started)"
-    )
-    runs = [
-        subprocess.Popen([sys.executable, "-c", script], env=env, stdout=subprocess.PIPE, text=True)
-        for _ in range(2)
-    ]
-    outputs = sorted(run.communicate()[0].strip() for run in runs)
+    port = free_port()
     own = settings.model_copy(
-        update={
-            "state_dir": tmp_path,
-            "redis": settings.redis.model_copy(update={"port": int(env["MEMSTREAM_REDIS__PORT"])}),
-        }
+        update={"state_dir": tmp_path, "redis": settings.redis.model_copy(update={"port": port})}
     )
+    env = {**os.environ, "MEMSTREAM_STATE_DIR": str(tmp_path), "MEMSTREAM_REDIS__PORT": str(port)}
+    runs = [
+        subprocess.Popen(
+            [sys.executable, "-c", _RACE_SCRIPT, str(tmp_path), str(n)],
+            env=env,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        for n in range(2)
+    ]
     try:
+        # Bounded: 60 s for two interpreters to import infra on a busy machine.
+        for _ in range(600):
+            if len(list(tmp_path.glob("ready-*"))) == 2:
+                break
+            time.sleep(0.1)
+        (tmp_path / "go").touch()
+        outputs = sorted(run.communicate(timeout=120)[0].strip() for run in runs)
         assert [run.returncode for run in runs] == [0, 0]
         assert outputs == ["False", "True"]  # one started it, the other reused it
     finally:

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 import typer
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import Consumer, KafkaError, Message, Producer, TopicPartition
 from typer.testing import CliRunner
 
 from connectors import kafka_admin
@@ -94,6 +94,7 @@ def kcat_end_offset(bootstrap: str, topic: str, partition: int, *, read_committe
 
 @pytest.fixture
 def topic_factory(kafka_bootstrap: str, unique: str) -> Iterator[Callable[[int], str]]:
+    """Fresh topics; deleted afterwards with the test's groups (named test-lag-*-<unique>)."""
     created: list[str] = []
 
     def make(partitions: int) -> str:
@@ -104,14 +105,29 @@ def topic_factory(kafka_bootstrap: str, unique: str) -> Iterator[Callable[[int],
 
     yield make
     kafka_admin.delete_topics(kafka_bootstrap, created)
+    admin = kafka_admin.admin_client(kafka_bootstrap)
+    mine = [g for g in OffsetReader(kafka_bootstrap).groups() if g.endswith(unique)]
+    if mine:
+        for future in admin.delete_consumer_groups(mine, request_timeout=15).values():
+            future.result()
 
 
 def produce(bootstrap: str, topic: str, partition: int, stamps_ms: list[int]) -> None:
     """One record per timestamp, in order, to one partition."""
     producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True})
+    errors: list[str] = []
+
+    def on_delivery(error: KafkaError | None, _msg: Message) -> None:
+        if error is not None:
+            errors.append(error.str())
+
     for i, stamp in enumerate(stamps_ms):
-        producer.produce(topic, value=f"r{i}".encode(), partition=partition, timestamp=stamp)
+        producer.produce(
+            topic, value=f"r{i}".encode(), partition=partition, timestamp=stamp,
+            on_delivery=on_delivery,
+        )  # fmt: skip
     assert producer.flush(30) == 0
+    assert errors == []
 
 
 def commit(member: Consumer, topic: str, offsets: dict[int, int]) -> None:
@@ -152,9 +168,10 @@ def test_lag_equals_the_consumer_groups_tool(
 ) -> None:
     topic, group = topic_factory(3), f"test-lag-{unique}"
     hour_ago_ms = int((time.time() - 3600) * 1000)
-    # A minute apart, an hour ago: each record's age is known to the millisecond.
+    # A minute apart, an hour or more ago (never in the future: the broker
+    # rejects timestamps over an hour ahead): each record's age is known exactly.
     stamps = {
-        p: [hour_ago_ms + 60_000 * (p * 100 + i) for i in range(n)]
+        p: [hour_ago_ms - 600_000 * p + 60_000 * i for i in range(n)]
         for p, n in enumerate((10, 7, 4))
     }
     for partition, partition_stamps in stamps.items():
@@ -224,15 +241,21 @@ def test_status_follows_the_consumer(
 ) -> None:
     topic, group = topic_factory(1), f"test-lag-status-{unique}"
     shift = [0.0]  # the monitor's clock runs ahead by this much: the rules see minutes pass
+    sampled_at: list[float] = []
+    ages: list[float] = []  # LAG-SECONDS of the partition at each step
+
+    def clock() -> float:
+        sampled_at.append(time.time() + shift[0])
+        return sampled_at[-1]
+
     monitor = LagMonitor(
-        OffsetReader(kafka_bootstrap),
-        Rules(window_s=100.0, stop_after_s=1000.0),
-        clock=lambda: time.time() + shift[0],
+        OffsetReader(kafka_bootstrap), Rules(window_s=100.0, stop_after_s=1000.0), clock=clock
     )
 
     def step(seconds: float) -> tuple[Status, int, str]:
         shift[0] += seconds
         (report,) = monitor.refresh([group])
+        ages.append(report.partitions[0].lag_seconds)
         return report.status, report.lag, report.state
 
     now_ms = int(time.time() * 1000)
@@ -243,15 +266,19 @@ def test_status_follows_the_consumer(
         assert step(0) == (Status.OK, 8, "stable")
         # The consumer moves on but the producers outrun it.
         produce(kafka_bootstrap, topic, 0, [now_ms] * 10)
-        commit(member, topic, {0: 5})
-        assert step(10)[:2] == (Status.WARN, 15)
+        commit(member, topic, {0: 11})
+        assert step(10)[:2] == (Status.WARN, 9)
+        # The log end went 10 -> 20 between the samples: record 11 (end 12) was
+        # appended a fifth of the way, so it has waited 4/5 of the interval.
+        t0, t1 = sampled_at
+        assert ages[-1] == pytest.approx(0.8 * (t1 - t0))
         # It stops committing: once the window holds only unmoved offsets, it is stalled.
         assert step(200)[0] is Status.OK  # a lone sample in the window: no trend
         assert step(10)[0] is Status.STALL
     finally:
         member.close()
     # The member has left: nobody commits any more.
-    assert step(10) == (Status.STOP, 15, "empty")
+    assert step(10) == (Status.STOP, 9, "empty")
     catch_up = consumer(kafka_bootstrap, group)
     commit(catch_up, topic, {0: 20})
     catch_up.close()
@@ -296,6 +323,24 @@ def test_transactional_topic_lags_to_the_last_stable_offset(
         assert consumer_groups_tool(group) == [(topic, 0, 2, high_watermark, 8)]
     finally:
         producer.abort_transaction(30)
+
+
+def test_a_deleted_topic_leaves_the_report_intact(
+    kafka_bootstrap: str, topic_factory: Callable[[int], str], unique: str
+) -> None:
+    kept, gone, group = topic_factory(1), topic_factory(1), f"test-lag-deleted-{unique}"
+    for topic in (kept, gone):
+        produce(kafka_bootstrap, topic, 0, [int(time.time() * 1000)] * 3)
+    committer = consumer(kafka_bootstrap, group)
+    commit(committer, kept, {0: 1})
+    commit(committer, gone, {0: 2})
+    committer.close()
+    kafka_admin.delete_topics(kafka_bootstrap, [gone])
+
+    result = run_lag("--group", group, "--json")
+
+    assert result.exit_code == 0, result.output
+    assert cli_rows(json.loads(result.stdout)) == [(kept, 0, 1, 3, 2)]
 
 
 def test_unknown_group_is_a_clear_error(kafka_bootstrap: str, unique: str) -> None:

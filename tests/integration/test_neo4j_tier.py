@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import socket
 from collections.abc import Iterator
 from datetime import timedelta
 
@@ -10,7 +11,7 @@ import pytest
 from tier_ops import T0, T1, fact, op, phone_change, upsert
 
 from connectors.neo4j_memory import Neo4jMemory, Relation
-from connectors.protocols import SearchHit
+from connectors.protocols import BackpressureError, SearchHit
 from schemas.memory import MemoryKind, Polarity, Tier
 from schemas.ops import MemoryOperation, OpType
 
@@ -151,3 +152,31 @@ def test_erase_user_forgets_facts_and_orphaned_entities(memory: Neo4jMemory, uni
     assert memory.current_facts(tenant, "u1") == []
     assert len(memory.current_facts(tenant, "u2")) == 1
     assert memory.entity_names(tenant) == ["tea", "user"]
+
+
+def test_unreachable_server_raises_backpressure_with_every_operation(unique: str) -> None:
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    sink = Neo4jMemory.connect(f"bolt://127.0.0.1:{port}", retry_time_s=0.0)
+    _, _, ops = phone_change(f"t{unique}", "u1")
+    sink.write(ops)  # below one chunk: buffered, not yet sent
+    with pytest.raises(BackpressureError) as raised:
+        sink.flush()
+    assert raised.value.store == "neo4j"
+    assert raised.value.operations == ops
+    sink.close()
+
+
+def test_a_shadow_namespace_is_separate(memory: Neo4jMemory, neo4j_uri: str, unique: str) -> None:
+    tenant = f"t{unique}"
+    shadow = Neo4jMemory.connect(
+        neo4j_uri, namespace=f"shadow{unique}", clock=memory.clock, latency_budget_s=math.inf
+    )
+    _, _, ops = phone_change(tenant, "u1")
+    apply(memory, ops)
+    assert shadow.current_facts(tenant, "u1") == []
+    apply(shadow, ops[:1])  # the same fact ids again, in the shadow namespace
+    assert len(shadow.chain(tenant, "u1", "user", "phone_number")) == 1
+    assert len(memory.chain(tenant, "u1", "user", "phone_number")) == 2
+    shadow.close()

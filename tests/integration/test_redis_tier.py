@@ -114,6 +114,24 @@ def test_pending_add_then_resolve(memory: RedisMemory, unique: str) -> None:
     assert memory.pending(tenant, "u1", at=T0) == []
 
 
+def test_expired_pending_items_are_dropped_when_the_next_one_arrives(
+    memory: RedisMemory, client: redis.Redis, unique: str
+) -> None:
+    tenant = f"t{unique}"
+    first = held(fact(tenant, "u1", "user", "lives_in", "Oslo", event_id="e1"), "low confidence")
+    later = T0 + DEFAULT_PENDING_TTL + timedelta(days=1)
+    second = held(fact(tenant, "u1", "user", "lives_in", "Rome", event_id="e2", at=later), "?")
+    add = OpType.ADD_PENDING
+    apply(memory, [op(add, tenant, "u1", event_id="e1", record=first, tiers=[Tier.WORKING])])
+    apply(
+        memory,
+        [op(add, tenant, "u1", event_id="e2", at=later, record=second, tiers=[Tier.WORKING])],
+    )
+    items = memory.keys.user(tenant, "u1", "pending", "items")
+    assert sorted(cast(list[str], client.hkeys(items))) == [second.fact_id]
+    assert [h.fact_id for h in memory.pending(tenant, "u1", at=later)] == [second.fact_id]
+
+
 def test_spool_drains_in_order_and_keeps_what_failed(client: redis.Redis, unique: str) -> None:
     spool = RedisSpool(client, namespace=f"spool{unique}")
     ops = [turn_op(f"t{unique}", "u1", "s1", i) for i in range(7)]
@@ -201,3 +219,14 @@ def test_a_chunk_over_the_latency_budget_hands_back_the_rest(
         sink.write(ops)
     assert raised.value.operations == ops[1:]
     assert [t.turn_index for t in sink.recent_turns(tenant, "u1", "s1")] == [0]
+
+
+def test_an_operation_whose_record_names_another_tenant_is_refused(
+    memory: RedisMemory, unique: str
+) -> None:
+    record = fact(f"a{unique}", "u1", "user", "likes", "tea", event_id="e1")
+    forged = op(OpType.ADD_PENDING, f"b{unique}", "u1", event_id="e1", record=record)
+    with pytest.raises(ValueError, match="record belongs to"):
+        memory.write([forged])
+    assert memory.pending(f"b{unique}", "u1", at=T0) == []
+    assert memory.pending(f"a{unique}", "u1", at=T0) == []

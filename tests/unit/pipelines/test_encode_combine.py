@@ -29,8 +29,8 @@ def fact(text: str, obj: str = "weekend", polarity: Polarity = Polarity.AFFIRMED
         user_id="u1",
         event_id="e1",
         event_ts=datetime(2026, 3, 2, 9, 0, tzinfo=UTC),
-        subject="installation_time",
-        predicate="in",
+        subject="user",
+        predicate="installation_time",
         object=obj,
         polarity=polarity,
         confidence=0.9,
@@ -121,5 +121,5 @@ def test_projection_keeps_triple_inner_products() -> None:
 
 def test_statement_keeps_the_negation_when_a_fact_has_no_text() -> None:
     negated = fact("", polarity=Polarity.NEGATED)
-    assert statement(negated) == "installation time not in weekend"
+    assert statement(negated) == "user not installation time weekend"
     assert statement(fact("I like Mondays")) == "I like Mondays"

@@ -1,0 +1,245 @@
+"""Extraction quality on the hand-labelled dev set, beside a naive regex baseline.
+
+Run: ``python benchmarks/bench_extract_quality.py`` (HF_HUB_OFFLINE=1, FLAIR_CACHE_ROOT set).
+Prints triple precision/recall/F1, negation recall, polarity accuracy, hedge
+handling, update recall and the compression ratio for both extractors.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+
+from pipelines.extract import FactExtractor
+from pipelines.extract.vocabulary import canonical_phone, canonical_time
+from pipelines.parse import DialogueParser
+from schemas.events import DialogueEvent, Role
+from schemas.facts import ExtractedFact
+from schemas.memory import Polarity
+
+DEVSET = Path(__file__).parent / "devset" / "conversations.txt"
+COMMIT_THRESHOLD = 0.82  # the review gate's commit threshold (DESIGN.md §3)
+TARGETS = {"triple F1": 0.80, "negation recall": 0.90, "polarity accuracy": 0.95}
+
+
+@dataclass(frozen=True)
+class Gold:
+    """One gold triple of one turn."""
+
+    predicate: str
+    object: str
+    negated: bool
+    hedged: bool
+    update: bool
+    agent: bool
+
+
+@dataclass
+class Turn:
+    """One dev-set turn with its gold facts."""
+
+    event: DialogueEvent
+    gold: list[Gold] = field(default_factory=list)
+
+
+def load_devset(path: Path = DEVSET) -> list[Turn]:
+    """Read the dev set format described in benchmarks/devset/README.md."""
+    turns: list[Turn] = []
+    conv = tenant = user = session = ""
+    ts = datetime.now().astimezone()
+    index = 0
+    for lineno, raw in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        if line.startswith("= "):
+            conv, tenant, user = line[2:].split()
+        elif line.startswith("@ "):
+            name, stamp = line[2:].split()
+            session, ts, index = f"{conv}-{name}", datetime.fromisoformat(stamp), 0
+        elif line[:2] in {"U:", "A:"}:
+            role = Role.USER if line[0] == "U" else Role.AGENT
+            event = DialogueEvent(
+                event_id=f"{session}-t{index}",
+                tenant_id=tenant,
+                user_id=user,
+                session_id=session,
+                turn_index=index,
+                role=role,
+                text=line[2:].strip(),
+                ts=ts,
+            )
+            turns.append(Turn(event))
+            index += 1
+        elif line.startswith("+ "):
+            predicate, obj, *rest = [part.strip() for part in line[2:].split("|")]
+            flags = set(rest[0].split()) if rest else set()
+            turns[-1].gold.append(
+                Gold(
+                    predicate,
+                    obj,
+                    "neg" in flags,
+                    "hedge" in flags,
+                    "update" in flags,
+                    "agent" in flags,
+                )
+            )
+        else:
+            raise ValueError(f"{path}:{lineno}: cannot read {raw!r}")
+    return turns
+
+
+# --- the naive baseline: keywords and regexes only, no parse, no NER ----------
+_B_TIME = re.compile(
+    r"\b(?:(?:before|after) \d{1,2}(?:\s?[ap]m)?|\d{1,2}\s?[ap]m|(?:mon|tues|wednes|thurs|fri|satur|sun)days?"
+    r"|weekends?|tomorrow|tonight)\b",
+    re.IGNORECASE,
+)
+_B_PHONE = re.compile(r"\+?\d[\d ]{6,}\d")
+_B_EMAIL = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
+_B_NEG = re.compile(r"\b(?:not|no|never|n't|don't|won't|can't)\b", re.IGNORECASE)
+_B_TOPICS = (
+    ("install", "installation_time"),
+    ("deliver", "delivery_time"),
+    ("call", "contact_time"),
+    ("fly", "travel_time"),
+)
+
+
+def baseline_extract(event: DialogueEvent) -> list[tuple[str, str, bool, float]]:
+    """(predicate, object, negated, confidence) by keyword search over the raw turn."""
+    text = event.text
+    negated = bool(_B_NEG.search(text))
+    topic = next((p for k, p in _B_TOPICS if k in text.lower()), "appointment_time")
+    out = [(topic, canonical_time(m.group(0)), negated, 0.9) for m in _B_TIME.finditer(text)]
+    out += [
+        ("phone_number", canonical_phone(m.group(0)), False, 0.9) for m in _B_PHONE.finditer(text)
+    ]
+    out += [("email", m.group(0).lower(), False, 0.9) for m in _B_EMAIL.finditer(text)]
+    return out
+
+
+# --- scoring ------------------------------------------------------------------
+Predicted = dict[int, list[tuple[str, str, bool, float, bool]]]  # turn -> (p, o, neg, conf, update)
+
+
+def score(turns: list[Turn], predicted: Predicted) -> dict[str, float]:
+    """All quality metrics of one extractor's output over the dev set."""
+    tp = n_pred = n_gold = 0
+    neg_total = neg_hit = pol_total = pol_ok = 0
+    hedge_total = hedge_ok = hedge_committed = upd_total = upd_hit = 0
+    for i, turn in enumerate(turns):
+        preds: dict[tuple[str, str], list[tuple[bool, float, bool]]] = {}
+        for p, o, neg, conf, upd in predicted.get(i, []):
+            preds.setdefault((p, o), []).append((neg, conf, upd))
+        gold = {(g.predicate, g.object): g for g in turn.gold}
+        n_pred += len(preds)
+        n_gold += len(gold)
+        for key, g in gold.items():
+            hits = preds.get(key, [])
+            tp += bool(hits)
+            if hits:
+                pol_total += 1
+                pol_ok += any(neg == g.negated for neg, _, _ in hits)
+            if g.negated:
+                neg_total += 1
+                neg_hit += any(neg for neg, _, _ in hits)
+            if g.hedged:
+                hedge_total += 1
+                committed = any(conf >= COMMIT_THRESHOLD for _, conf, _ in hits)
+                hedge_committed += committed
+                hedge_ok += bool(hits) and not committed
+            if g.update:
+                upd_total += 1
+                upd_hit += any(upd for _, _, upd in hits)
+    precision = tp / n_pred if n_pred else 0.0
+    recall = tp / n_gold if n_gold else 0.0
+    return {
+        "gold triples": n_gold,
+        "predicted triples": n_pred,
+        "triple precision": precision,
+        "triple recall": recall,
+        "triple F1": 2 * precision * recall / (precision + recall) if tp else 0.0,
+        "negation recall": neg_hit / neg_total if neg_total else 0.0,
+        "polarity accuracy": pol_ok / pol_total if pol_total else 0.0,
+        "hedge handling": hedge_ok / hedge_total if hedge_total else 0.0,
+        "hedged committed (must be 0)": hedge_committed,
+        "update recall": upd_hit / upd_total if upd_total else 0.0,
+    }
+
+
+def compression(turns: list[Turn], fact_chars: int) -> float:
+    """1 - chars of facts / chars of dialogue (design target ~0.87)."""
+    dialogue = sum(len(t.event.text) for t in turns)
+    return 1 - fact_chars / dialogue
+
+
+def run_memstream(turns: list[Turn]) -> tuple[Predicted, int]:
+    """Parse + extract the whole dev set in one batch."""
+    parser = DialogueParser.load()
+    extractor = FactExtractor.load(parser)
+    events = [t.event for t in turns]
+    parsed = parser.parse_batch(events)
+    facts: list[list[ExtractedFact]] = extractor.extract_batch(
+        list(zip(events, parsed, strict=True))
+    )
+    predicted: Predicted = {
+        i: [
+            (f.predicate, f.object, f.polarity is Polarity.NEGATED, f.confidence, f.is_update)
+            for f in fs
+        ]
+        for i, fs in enumerate(facts)
+    }
+    return predicted, sum(len(f.text) for fs in facts for f in fs)
+
+
+def run_baseline(turns: list[Turn]) -> tuple[Predicted, int]:
+    """The naive keyword/regex extractor over the same turns."""
+    predicted: Predicted = {}
+    chars = 0
+    for i, turn in enumerate(turns):
+        found = baseline_extract(turn.event)
+        predicted[i] = [(p, o, neg, conf, False) for p, o, neg, conf in found]
+        chars += sum(len(f"{p} {'NOT ' if neg else ''}{o}") for p, o, neg, _ in found)
+    return predicted, chars
+
+
+def main(show_errors: Callable[[str], None] | None = None) -> None:
+    """Print the quality table; ``--errors`` also lists misses and false positives."""
+    turns = load_devset()
+    ours, our_chars = run_memstream(turns)
+    base, base_chars = run_baseline(turns)
+    rows = [
+        (score(turns, ours), compression(turns, our_chars)),
+        (score(turns, base), compression(turns, base_chars)),
+    ]
+    convs = len({t.event.user_id for t in turns})
+    gold = [g for t in turns for g in t.gold]
+    print(
+        f"dev set: {len(turns)} turns, {convs} conversations, {len(gold)} gold triples "
+        f"({sum(g.negated for g in gold)} negated, {sum(g.update for g in gold)} updates, "
+        f"{sum(g.hedged for g in gold)} hedged)"
+    )
+    print(f"{'metric':<30}{'memstream':>12}{'baseline':>12}{'target':>10}")
+    for name in rows[0][0]:
+        ours_v, base_v = rows[0][0][name], rows[1][0][name]
+        fmt = "{:>12.0f}" if isinstance(ours_v, int) else "{:>12.3f}"
+        target = f"{TARGETS[name]:>10.2f}" if name in TARGETS else ""
+        print(f"{name:<30}{fmt.format(ours_v)}{fmt.format(base_v)}{target}")
+    print(f"{'compression ratio':<30}{rows[0][1]:>12.3f}{rows[1][1]:>12.3f}{0.87:>10.2f}")
+    if show_errors is not None:
+        for i, turn in enumerate(turns):
+            got = {(p, o, neg) for p, o, neg, _, _ in ours.get(i, [])}
+            want = {(g.predicate, g.object, g.negated) for g in turn.gold}
+            if got != want:
+                show_errors(
+                    f"{turn.event.event_id} {turn.event.text!r}\n   missed {want - got}\n   extra  {got - want}"
+                )
+
+
+if __name__ == "__main__":
+    main(print if "--errors" in sys.argv else None)

@@ -1,0 +1,76 @@
+"""``memstream worker``: run the ingest worker in the foreground until Ctrl-C or SIGTERM.
+
+The worker consumes the input topics, runs the stages and produces
+``memory.ops``, ``memory.pending`` and ``memory.dlq`` (jobs/ingest_faust.py).
+Stop it with Ctrl-C or SIGTERM: the batch in hand completes, offsets are
+committed and the process exits 0. A SIGKILL loses nothing either: a restart
+resumes from the last committed offsets.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+from jobs.cli_publish import EXIT_BROKER, EXIT_USAGE
+from jobs.cli_run import Engine
+
+_err = Console(stderr=True, highlight=False, soft_wrap=True)
+
+
+def worker(
+    engine: Annotated[
+        Engine, typer.Option(help="Stream engine; `faust` runs here in the foreground.")
+    ] = Engine.FAUST,
+    namespace: Annotated[
+        str,
+        typer.Option(help="Prefix of every topic and of the consumer group (tests, shadow runs)."),
+    ] = "",
+    group_id: Annotated[
+        str, typer.Option(help="Consumer group id (also the prefix of the state changelog).")
+    ] = "memstream-ingest",
+    batch_size: Annotated[
+        int, typer.Option(min=1, help="Most records handed to the stages at once.")
+    ] = 64,
+    batch_within: Annotated[
+        float, typer.Option(min=0.0, help="Seconds a partial batch waits for more records.")
+    ] = 0.2,
+    loglevel: Annotated[str, typer.Option(help="Log level: debug, info, warning.")] = "info",
+) -> None:
+    """Run the ingest worker until Ctrl-C/SIGTERM.
+
+    Exit codes: 0 stopped on request; 2 usage error; 3 Kafka or its topics are
+    not there; 70 a batch's outputs could not be published (restart it).
+    """
+    if engine is not Engine.FAUST:
+        _err.print(
+            f"error: `memstream worker` runs the faust engine; the {engine.value} "
+            "ingest job has its own command.",
+            markup=False,
+        )
+        raise typer.Exit(EXIT_USAGE)
+    # Imported here: Faust and the settings-bound job load in ~1 s, which
+    # `memstream --help` should not wait for.
+    from jobs.ingest_faust import WorkerConfig, input_partitions, run_worker
+    from memstream.settings import get_settings
+
+    settings = get_settings()
+    config = WorkerConfig.from_settings(
+        settings,
+        namespace=namespace,
+        group_id=group_id,
+        batch_size=batch_size,
+        batch_within_s=batch_within,
+    )
+    try:
+        partitions = input_partitions(config)
+    except Exception as exc:  # KafkaException or missing topics: say which
+        _err.print(f"error: {exc}", markup=False)
+        raise typer.Exit(EXIT_BROKER) from None
+    run_worker(config, settings, partitions=partitions, loglevel=loglevel)
+
+
+if __name__ == "__main__":
+    typer.run(worker)

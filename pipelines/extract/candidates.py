@@ -1,0 +1,203 @@
+"""Candidate objects of one sentence: (predicate, object span) pairs before polarity.
+
+NER spans (TIME, PLACE, NUMBER) get their predicate from topic cues around
+them; objects that are not NER spans (diets, likes, plans, channels, payment
+methods, e-mail addresses) come from closed lists and spaCy dependencies.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from pipelines.extract import vocabulary as vocab
+
+# Verbs whose direct object is something the speaker likes (or, negated, does not).
+LIKE_VERBS = frozenset({"like", "love", "enjoy", "prefer", "adore", "eat", "drink", "fancy"})
+# Verbs that mean the opposite: "I hate X" is likes X, negated.
+DISLIKE_VERBS = frozenset({"hate", "dislike", "detest"})
+# Verbs that only say something about preference when negated: "I don't want X".
+NEGATED_ONLY_VERBS = frozenset({"want", "need", "read", "watch", "use"})
+# Adjective/noun heads with a preposition: "fan of X", "interested in X", "allergic to X".
+PREP_HEADS = {("fan", "of"): "likes", ("interested", "in"): "likes", ("allergic", "to"): "allergy"}
+PLAN_NOUNS = frozenset({"plan", "tariff", "contract", "subscription"})
+PLAN_VERBS = frozenset({"switch", "upgrade", "downgrade", "change"})
+# Object tokens that are not a thing one likes.
+DROP_OBJECT_DEPS = frozenset({"det", "poss", "nummod", "predet", "punct", "case"})
+PAST_TIME_MARKERS = frozenset({"since", "ago", "last", "yesterday", "earlier"})
+VAGUE_TIMES = frozenset({"week", "month", "year", "today", "now", "time", "day"})
+ORDER_STATUS = (
+    (re.compile(r"\bhas (?:been )?shipped\b|\bwas shipped\b", re.IGNORECASE), "shipped"),
+    (re.compile(r"\bhas been dispatched\b|\bwas dispatched\b", re.IGNORECASE), "dispatched"),
+    (re.compile(r"\bhas been delivered\b|\bwas delivered\b", re.IGNORECASE), "delivered"),
+    (re.compile(r"\brefund is on its way\b|\bhas been refunded\b", re.IGNORECASE), "refunded"),
+)
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A predicate and the object span it applies to, before polarity is decided."""
+
+    predicate: str
+    value: str  # canonical object
+    span: Any  # spaCy Span of the object in the turn's Doc
+    field: str  # TIME, PLACE, NUMBER, EMAIL, ... (the exact-match field name)
+    explicit: bool = True  # False when the predicate is the fallback (no topic cue)
+    reverse: bool = False  # "hate X", "can't stand X": polarity flips once
+
+
+def _lemmas(tokens: Any) -> set[str]:
+    return {t.lemma_.lower() for t in tokens} | {t.lower_ for t in tokens}
+
+
+def time_predicate(sent: Any, is_agent: bool, committed: bool) -> tuple[str, bool]:
+    """The predicate a TIME in ``sent`` belongs to, and whether a cue named it."""
+    lemmas = _lemmas(sent)
+    for predicate, cues in vocab.TIME_TOPICS:
+        if lemmas & cues:
+            if predicate == "contact_time" and is_agent and committed:
+                return "callback_time", True
+            return predicate, True
+    if is_agent and committed and lemmas & {"remind", "confirm"}:
+        return "callback_time", True
+    return vocab.DEFAULT_TIME_PREDICATE, False
+
+
+def _split_time(span: Any) -> list[Any]:
+    """'Monday at 10am' is two times: split at 'at' / 'and'."""
+    cuts = [t.i for t in span if t.lower_ in {"at", "and", "or"} and t.i > span.start]
+    parts, start = [], span.start
+    for cut in cuts:
+        parts.append(span.doc[start:cut])
+        start = cut + 1
+    parts.append(span.doc[start : span.end])
+    return [part for part in parts if len(part)]
+
+
+def ner_candidates(sent: Any, spans: list[Any], is_agent: bool) -> Iterator[Candidate]:
+    """Candidates from the Flair spans (TIME, PLACE, NUMBER) of one sentence."""
+    lemmas = _lemmas(sent)
+    committed = any(span.label_ == "COMMITMENT" for span in spans)
+    for span in spans:
+        if span.label_ == "TIME":
+            predicate, explicit = time_predicate(sent, is_agent, committed)
+            for part in _split_time(span):
+                before = span.doc[part.start - 1].lower_ if part.start > sent.start else ""
+                value = vocab.canonical_time(part.text)
+                words = set(value.split())
+                if words & PAST_TIME_MARKERS or before in PAST_TIME_MARKERS:
+                    continue
+                if value and not words <= VAGUE_TIMES:
+                    yield Candidate(predicate, value, part, "TIME", explicit)
+        elif span.label_ == "PLACE":
+            value = vocab.canonical_place(span.text)
+            if (
+                value[:1].isdigit()
+                or lemmas & vocab.ADDRESS_CUES - {"move"}
+                and not (lemmas & vocab.TRAVEL_CUES)
+            ):
+                yield Candidate("address", value, span, "PLACE")
+            elif lemmas & vocab.TRAVEL_CUES:
+                yield Candidate("travel", value, span, "PLACE")
+            elif "move" in lemmas:
+                yield Candidate("address", value, span, "PLACE")
+        elif span.label_ == "NUMBER":
+            if lemmas & vocab.CODE_CUES:
+                yield Candidate("door_code", vocab.canonical_code(span.text), span, "NUMBER")
+            elif lemmas & vocab.METER_CUES:
+                yield Candidate("meter_reading", vocab.canonical_code(span.text), span, "NUMBER")
+            elif vocab.is_phone_like(span.text) and lemmas & vocab.PHONE_CUES:
+                yield Candidate("phone_number", vocab.canonical_phone(span.text), span, "NUMBER")
+
+
+def _regex_spans(sent: Any, pattern: re.Pattern[str] | str) -> Iterator[tuple[Any, str]]:
+    for match in re.finditer(pattern, sent.text, flags=re.IGNORECASE):
+        span = sent.doc.char_span(
+            sent.start_char + match.start(), sent.start_char + match.end(), alignment_mode="expand"
+        )
+        if span is not None:
+            yield span, match.group(0)
+
+
+def lexicon_candidates(sent: Any, is_agent: bool) -> Iterator[Candidate]:
+    """E-mail addresses, diets, payment methods, contact channels, order status."""
+    for span, text in _regex_spans(sent, vocab.EMAIL):
+        yield Candidate("email", text.lower(), span, "EMAIL")
+    for diet in vocab.DIETS:
+        for span, _ in _regex_spans(sent, rf"\b{re.escape(diet)}\b"):
+            yield Candidate("diet", diet, span, "DIET")
+    for name, value in vocab.PAYMENT_METHODS.items():
+        for span, _ in _regex_spans(sent, rf"\b{re.escape(name)}\b"):
+            yield Candidate("payment_method", value, span, "PAYMENT")
+    for pattern, value in vocab.CONTACT_CHANNELS.items():
+        for span, _ in _regex_spans(sent, pattern):
+            yield Candidate("contact_channel", value, span, "CHANNEL")
+    if is_agent:
+        for pattern, value in ORDER_STATUS:
+            for span, _ in _regex_spans(sent, pattern):
+                yield Candidate("order_status", value, span, "STATUS")
+
+
+def object_phrase(token: Any) -> tuple[Any, str] | None:
+    """The noun phrase headed by ``token`` and its canonical form ('spicy dishes' -> 'spicy dish')."""
+    if token.pos_ not in {"NOUN", "PROPN", "ADJ"}:
+        return None
+    words = [t for t in token.subtree if t.i <= token.i and t.dep_ not in DROP_OBJECT_DEPS]
+    words = [t for t in words if t.lower_ not in {"any", "some", "more", "the", "a", "an"}]
+    if not words:
+        return None
+    span = token.doc[words[0].i : token.i + 1]
+    value = " ".join([t.lower_ for t in words[:-1]] + [token.lemma_.lower()])
+    return span, value.replace(" - ", "-")
+
+
+def _objects(head: Any) -> Iterator[Any]:
+    for child in head.children:
+        if child.dep_ in {"dobj", "attr", "pobj"}:
+            yield child
+            yield from (c for c in child.children if c.dep_ == "conj")
+
+
+def _speaker_is_self(verb: Any) -> bool:
+    subjects = [c for c in verb.children if c.dep_ in {"nsubj", "nsubjpass"}]
+    return not subjects or subjects[0].lower_ in {"i", "we"}
+
+
+def dependency_candidates(sent: Any) -> Iterator[Candidate]:
+    """Likes, allergies and plans read off spaCy dependencies."""
+    for token in sent:
+        lemma = token.lemma_.lower()
+        if token.pos_ in {"VERB", "AUX"} and _speaker_is_self(token):
+            negated_verb = any(c.dep_ == "neg" for c in token.children)
+            if lemma in LIKE_VERBS | DISLIKE_VERBS or (lemma == "stand" and negated_verb):
+                reverse = lemma in DISLIKE_VERBS or lemma == "stand"
+            elif lemma in NEGATED_ONLY_VERBS and negated_verb:
+                reverse = False
+            elif lemma in PLAN_VERBS:
+                for prep in (c for c in token.children if c.lower_ == "to"):
+                    for obj in _objects(prep):
+                        if (phrase := object_phrase(obj)) is not None:
+                            yield Candidate("plan", phrase[1], phrase[0], "PLAN")
+                continue
+            else:
+                continue
+            for obj in _objects(token):
+                phrase = object_phrase(obj)
+                if phrase is None:
+                    continue
+                predicate = "plan" if obj.lemma_.lower() in PLAN_NOUNS else "likes"
+                yield Candidate(predicate, phrase[1], phrase[0], "ITEM", reverse=reverse)
+        for prep in (c for c in token.children if c.dep_ == "prep"):
+            predicate = PREP_HEADS.get((lemma, prep.lower_))
+            if predicate is None:
+                continue
+            for obj in _objects(prep):
+                if (phrase := object_phrase(obj)) is not None:
+                    yield Candidate(predicate, phrase[1], phrase[0], "ITEM")
+        if lemma in {"plan", "tariff"} and token.pos_ == "NOUN":
+            mods = [c for c in token.children if c.dep_ in {"amod", "compound"}]
+            if mods:
+                span = token.doc[min(m.i for m in mods) : token.i]
+                yield Candidate("plan", span.text.lower(), span, "PLAN")

@@ -1,0 +1,166 @@
+"""Shared helpers of the ingest-engine tests: private topics, publishing, the worker, reading back.
+
+Every helper takes a ``namespace`` (a prefix of every topic and of the
+consumer group) so that a test's topics and offsets are its own. The worker
+runs as a real subprocess (``python -m jobs.cli_worker``), the way an operator
+runs it; the helpers watch it through Kafka only: committed offsets of its
+group and the records on its output topics.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from connectors import kafka_admin
+from connectors.kafka_io import KeyedProducer, Record, end_offsets, read_topic
+from connectors.kafka_offsets import OffsetReader
+from schemas.deadletter import DeadLetter
+from schemas.ops import MemoryOperation
+from schemas.topics import ALL_TOPICS, MEMORY_DLQ, MEMORY_OPS, MEMORY_PENDING
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+SAMPLE_DIR = REPO_ROOT / "data" / "sample"
+GROUP_ID = "memstream-ingest"  # the worker's default group id (before the namespace)
+# Private topics accept messages as large as the project's topics do
+# (settings.kafka.max_message_bytes), so an oversized record reaches the worker.
+MAX_MESSAGE_BYTES = 8 * 1024 * 1024
+# Loading spaCy, Flair, MiniLM and TransE plus joining the group takes ~10-20 s
+# on 2 shared cores; a worker that has not caught up within this is stuck.
+CATCH_UP_TIMEOUT_S = 150.0
+# The NLP libraries must never reach for a hub (STACK.md), in tests least of all.
+_OFFLINE_ENV = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+
+Message = tuple[str | None, bytes]  # (key, value)
+
+
+def create_topics(bootstrap: str, namespace: str, partitions: int) -> None:
+    """Create every memstream topic under ``namespace``."""
+    config = {"max.message.bytes": str(MAX_MESSAGE_BYTES)}
+    specs = [kafka_admin.TopicSpec(namespace + t, partitions, config) for t in ALL_TOPICS]
+    kafka_admin.ensure_topics(bootstrap, specs)
+
+
+def delete_topics(bootstrap: str, namespace: str) -> None:
+    """Delete the namespace's topics, the worker's changelog included."""
+    mine = [t for t in kafka_admin.list_topics(bootstrap) if t.startswith(namespace)]
+    kafka_admin.delete_topics(bootstrap, mine)
+
+
+def sample_messages(topic: str, limit: int | None = None) -> list[Message]:
+    """The first ``limit`` events of the sample stream of ``topic``, keyed ``tenant:user``."""
+    lines = (SAMPLE_DIR / f"{topic}.jsonl").read_bytes().splitlines()
+    messages: list[Message] = []
+    for line in lines[:limit]:
+        event = json.loads(line)
+        messages.append((f"{event['tenant_id']}:{event['user_id']}", line))
+    return messages
+
+
+def publish(bootstrap: str, topic: str, messages: Iterable[Message]) -> None:
+    """Send ``messages`` to ``topic`` in order (murmur2 by key) and wait for every ack."""
+    producer = KeyedProducer(
+        bootstrap, client_id="memstream-test", max_message_bytes=MAX_MESSAGE_BYTES
+    )
+    for key, value in messages:
+        producer.send(topic, value, key=key)
+    producer.flush()
+
+
+class Worker:
+    """One ``memstream worker`` subprocess on a namespace, its output in a log file."""
+
+    def __init__(self, namespace: str, log_path: Path, *extra_args: str) -> None:
+        """Start the worker; ``extra_args`` are more ``memstream worker`` options."""
+        self.log_path = log_path
+        env = {**os.environ, **_OFFLINE_ENV}
+        command = [sys.executable, "-m", "jobs.cli_worker", "--namespace", namespace]
+        with log_path.open("ab") as log:
+            self.process = subprocess.Popen(  # noqa: S603 - our own interpreter and module
+                [*command, *extra_args], cwd=REPO_ROOT, env=env, stdout=log, stderr=log
+            )
+
+    def alive(self) -> bool:
+        """Whether the process is still running."""
+        return self.process.poll() is None
+
+    def kill(self) -> None:
+        """SIGKILL: no shutdown code runs, as in a power cut."""
+        self.process.kill()
+        self.process.wait(timeout=30)
+
+    def stop(self, timeout_s: float = 60.0) -> int:
+        """SIGTERM and wait: the graceful stop; returns the exit code."""
+        self.process.send_signal(signal.SIGTERM)
+        return self.process.wait(timeout=timeout_s)
+
+    def log_tail(self, chars: int = 3000) -> str:
+        """The end of the worker's log, for assertion messages."""
+        return self.log_path.read_text(errors="replace")[-chars:]
+
+
+def committed(bootstrap: str, namespace: str, topics: Sequence[str]) -> dict[tuple[str, int], int]:
+    """The worker group's committed offset per (topic, partition) of ``topics`` (0 if none)."""
+    positions = OffsetReader(bootstrap).committed(namespace + GROUP_ID)
+    return {
+        (topic, partition): positions.get((topic, partition), 0)
+        for topic in topics
+        for partition in end_offsets(bootstrap, topic)
+    }
+
+
+def wait_caught_up(
+    bootstrap: str, namespace: str, topics: Sequence[str], worker: Worker
+) -> dict[tuple[str, int], int]:
+    """Wait until the worker has committed the end of every partition of ``topics``."""
+    deadline = time.monotonic() + CATCH_UP_TIMEOUT_S
+    ends = {(t, p): end for t in topics for p, end in end_offsets(bootstrap, t).items()}
+    while time.monotonic() < deadline:
+        if not worker.alive():
+            raise AssertionError(f"worker exited while catching up:\n{worker.log_tail()}")
+        positions = committed(bootstrap, namespace, topics)
+        if positions == ends:
+            return positions
+        time.sleep(0.5)
+    raise AssertionError(
+        f"worker did not catch up within {CATCH_UP_TIMEOUT_S} s "
+        f"(committed {committed(bootstrap, namespace, topics)}, ends {ends}):\n"
+        f"{worker.log_tail()}"
+    )
+
+
+@dataclass(frozen=True)
+class Outputs:
+    """Everything the worker produced on a namespace."""
+
+    ops: list[Record]
+    pending: list[Record]
+    dead_letters: list[DeadLetter]
+
+    def op_ids(self) -> set[str]:
+        """Distinct op ids on ``memory.ops``."""
+        return {parse_op(r).op_id for r in self.ops}
+
+
+def parse_op(record: Record) -> MemoryOperation:
+    """A ``memory.ops`` record as the model it must validate as."""
+    return MemoryOperation.model_validate_json(record.value)
+
+
+def read_outputs(bootstrap: str, namespace: str) -> Outputs:
+    """Read the namespace's output topics to their end."""
+    return Outputs(
+        ops=read_topic(bootstrap, namespace + MEMORY_OPS),
+        pending=read_topic(bootstrap, namespace + MEMORY_PENDING),
+        dead_letters=[
+            DeadLetter.model_validate_json(r.value)
+            for r in read_topic(bootstrap, namespace + MEMORY_DLQ)
+        ],
+    )

@@ -1,0 +1,172 @@
+"""Extract stage: the issue's examples, hedges, corrections, agent facts, CRM, canonical objects."""
+
+from __future__ import annotations
+
+import os
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from pipelines.extract import FactExtractor, extract_crm
+from pipelines.parse import DialogueParser
+from schemas.events import CrmWebhook, DialogueEvent, FieldChange, Role
+from schemas.facts import Assertor, ExtractedFact
+from schemas.memory import MemoryKind, Polarity
+
+os.environ.setdefault("FLAIR_CACHE_ROOT", str(Path.home() / ".cache" / "memstream" / "flair"))
+COMMIT = 0.82  # the review gate's commit threshold (DESIGN.md §3)
+TS = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)
+
+
+def turn(text: str, role: Role = Role.USER, lang: str = "en") -> DialogueEvent:
+    return DialogueEvent(
+        event_id="e1",
+        tenant_id="t1",
+        user_id="u1",
+        session_id="s1",
+        turn_index=0,
+        role=role,
+        text=text,
+        lang=lang,
+        ts=TS,
+    )
+
+
+@pytest.fixture(scope="module")
+def extractor() -> FactExtractor:
+    return FactExtractor.load()
+
+
+def facts(extractor: FactExtractor, text: str, role: Role = Role.USER) -> list[ExtractedFact]:
+    event = turn(text, role)
+    return extractor.extract(event, extractor.parser.parse(event))
+
+
+def triples(found: list[ExtractedFact]) -> set[tuple[str, str, Polarity]]:
+    return {(f.predicate, f.object, f.polarity) for f in found}
+
+
+NEG, AFF = Polarity.NEGATED, Polarity.AFFIRMED
+
+
+def test_weekend_installation_refused(extractor: FactExtractor) -> None:
+    [fact] = facts(extractor, "I don't accept weekend installation.")
+    assert (fact.subject, fact.predicate, fact.object, fact.polarity) == (
+        "user",
+        "installation_time",
+        "weekend",
+        NEG,
+    )
+    assert fact.kind is MemoryKind.RULE
+    assert fact.text == "installation_time NOT weekend"
+    assert fact.confidence >= COMMIT
+
+
+def test_no_calls_before_nine(extractor: FactExtractor) -> None:
+    assert triples(facts(extractor, "No calls before 9.")) == {("contact_time", "before 9", NEG)}
+
+
+def test_monday_but_not_friday(extractor: FactExtractor) -> None:
+    assert triples(facts(extractor, "We can install Monday but not Friday.")) == {
+        ("installation_time", "monday", AFF),
+        ("installation_time", "friday", NEG),
+    }
+
+
+def test_hedge_lowers_confidence_below_commit(extractor: FactExtractor) -> None:
+    [fact] = facts(extractor, "Maybe deliver it next week.")
+    assert (fact.predicate, fact.object, fact.polarity) == ("delivery_time", "next week", AFF)
+    assert fact.hedged
+    assert fact.confidence < COMMIT
+    [plan] = facts(extractor, "I might switch to the premium plan.")
+    assert plan.hedged and plan.confidence < COMMIT and plan.predicate == "plan"
+    [sure] = facts(extractor, "Deliver it next week.")
+    assert not sure.hedged and sure.confidence >= COMMIT
+
+
+def test_correction_marks_update(extractor: FactExtractor) -> None:
+    [fact] = facts(extractor, "Actually my new number is 0151 987 6543.")
+    assert (fact.predicate, fact.object, fact.is_update) == ("phone_number", "01519876543", True)
+    assert fact.fields == {"NUMBER": "01519876543"}
+    changed = facts(extractor, "I changed my mind, please deliver on Thursday instead.")
+    assert [(f.predicate, f.object, f.is_update) for f in changed] == [
+        ("delivery_time", "thursday", True)
+    ]
+    [plain] = facts(extractor, "My number is 0151 987 6543.")
+    assert not plain.is_update
+
+
+def test_agent_statements_are_asserted_by_the_agent(extractor: FactExtractor) -> None:
+    found = facts(extractor, "I've registered the installation for Tuesday.", Role.AGENT)
+    assert [(f.predicate, f.object, f.asserted_by) for f in found] == [
+        ("installation_time", "tuesday", Assertor.AGENT)
+    ]
+    [promise] = facts(extractor, "I'll call you back on Friday.", Role.AGENT)
+    assert (promise.predicate, promise.kind) == ("callback_time", MemoryKind.COMMITMENT)
+
+
+def test_same_fact_stated_twice_gives_the_same_triple(extractor: FactExtractor) -> None:
+    first = triples(facts(extractor, "Please never call me on Mondays."))
+    second = triples(facts(extractor, "Don't call me on Monday."))
+    assert first == second == {("contact_time", "monday", NEG)}
+
+
+def test_object_facts(extractor: FactExtractor) -> None:
+    found = triples(
+        facts(extractor, "I'm vegetarian and allergic to peanuts, and I love Italian food.")
+    )
+    assert found == {
+        ("diet", "vegetarian", AFF),
+        ("allergy", "peanut", AFF),
+        ("likes", "italian food", AFF),
+    }
+    assert triples(facts(extractor, "My email is Jana.K@Example.org, I pay by credit card.")) == {
+        ("email", "jana.k@example.org", AFF),
+        ("payment_method", "credit card", AFF),
+    }
+    assert triples(facts(extractor, "I live in 14 Baker Street, London.")) == {
+        ("address", "14 baker street, london", AFF)
+    }
+
+
+def test_chit_chat_questions_and_cancellations_yield_nothing(extractor: FactExtractor) -> None:
+    for text in ("Hi there, thanks a lot!", "Can you deliver on Monday?", "Never mind, no need."):
+        assert facts(extractor, text) == []
+
+
+def test_third_party_likes_are_not_the_users(extractor: FactExtractor) -> None:
+    assert facts(extractor, "She doesn't like roses.") == []
+
+
+def test_extract_batch_matches_single_extraction(extractor: FactExtractor) -> None:
+    texts = ["No calls before 9.", "Hello!", "I'm flying to Berlin.", "I live in Glasgow."]
+    events = [turn(t) for t in texts]
+    pairs = list(zip(events, extractor.parser.parse_batch(events), strict=True))
+    batch = extractor.extract_batch(pairs)
+    assert [triples(f) for f in batch] == [triples(facts(extractor, t)) for t in texts]
+    assert batch[1] == []
+
+
+def test_crm_changes_are_authoritative_facts() -> None:
+    hook = CrmWebhook(
+        event_id="crm-1",
+        tenant_id="t1",
+        user_id="u1",
+        ts=TS,
+        source="salesforce",
+        entity="contact",
+        changes={
+            "Phone": FieldChange(old="0151 234 5678", new="+44 151 987 6543"),
+            "Plan": FieldChange(old=None, new="Premium"),
+            "Loyalty Tier": FieldChange(old="gold", new=None),
+        },
+    )
+    found = {f.predicate: f for f in extract_crm(hook)}
+    assert set(found) == {"phone_number", "plan", "loyalty_tier"}
+    phone = found["phone_number"]
+    assert (phone.object, phone.polarity, phone.is_update) == ("+441519876543", AFF, True)
+    assert all(f.confidence == 1.0 and f.authoritative for f in found.values())
+    assert all(f.asserted_by is Assertor.CRM for f in found.values())
+    assert (found["plan"].object, found["plan"].is_update) == ("premium", False)
+    assert (found["loyalty_tier"].object, found["loyalty_tier"].polarity) == ("gold", NEG)
