@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shlex
 import signal
 import subprocess
 import time
@@ -92,7 +93,7 @@ def spawn(
     log_file.parent.mkdir(parents=True, exist_ok=True)
     pid_file.parent.mkdir(parents=True, exist_ok=True)
     with log_file.open("ab") as log:
-        log.write(f"\n=== {time.strftime('%Y-%m-%dT%H:%M:%S')} {' '.join(command)}\n".encode())
+        log.write(f"\n=== {time.strftime('%Y-%m-%dT%H:%M:%S')} {shlex.join(command)}\n".encode())
         log.flush()
         # A new session: Ctrl-C in the terminal that ran `memstream infra up`
         # must not stop the shared services, and stop() can signal the group.

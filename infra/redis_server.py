@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+from pathlib import Path
 
 import redis
 
@@ -71,11 +72,29 @@ class RedisServer(Service):
         finally:
             client.close()
 
+    @property
+    def auth_file(self) -> Path:
+        """Config file holding the password (only when one is set)."""
+        return self.data_dir / "auth.conf"
+
+    def prepare(self) -> None:
+        """Create the data dir; write the password, if any, to a private config file."""
+        super().prepare()
+        password = self.settings.redis.password
+        if password is not None:
+            # A file, not argv: argv shows in `ps` and in the log's start line.
+            self.auth_file.touch(mode=0o600)
+            self.auth_file.chmod(0o600)
+            self.auth_file.write_text(f"requirepass {password.get_secret_value()}\n")
+
     def command(self) -> list[str]:
         """redis-server in the foreground, bound to the configured host and port."""
         settings = self.settings.redis
-        argv = [
+        # redis-server reads a config file given as its first argument.
+        config = [str(self.auth_file)] if settings.password is not None else []
+        return [
             ensure_redis_server(),
+            *config,
             "--bind",
             settings.host,
             "--port",
@@ -94,6 +113,3 @@ class RedisServer(Service):
             "--appendfsync",
             "everysec",
         ]
-        if settings.password is not None:
-            argv += ["--requirepass", settings.password.get_secret_value()]
-        return argv

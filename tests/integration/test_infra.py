@@ -13,6 +13,7 @@ import socket
 import subprocess
 import sys
 import time
+import uuid
 from pathlib import Path
 
 import chromadb
@@ -22,6 +23,7 @@ import pytest
 import redis
 from chromadb.config import Settings as ChromaClientSettings
 from confluent_kafka import Consumer, Producer
+from pydantic import SecretStr
 
 import infra
 from connectors import kafka_admin
@@ -214,6 +216,28 @@ def test_status_reports_a_stopped_service_as_down(settings: Settings, tmp_path: 
     )
     assert done.returncode == 3, done.stdout + done.stderr
     assert "down" in done.stdout
+
+
+def test_redis_password_is_required_and_kept_out_of_argv(
+    settings: Settings, tmp_path: Path
+) -> None:
+    secret = f"pw-{uuid.uuid4().hex}"
+    redis_settings = settings.redis.model_copy(
+        update={"port": free_port(), "password": SecretStr(secret)}
+    )
+    own = settings.model_copy(update={"state_dir": tmp_path, "redis": redis_settings})
+    try:
+        infra.up(own, ["redis"])
+        no_auth = redis.Redis(port=redis_settings.port)
+        with pytest.raises(redis.AuthenticationError):
+            no_auth.ping()
+        no_auth.close()
+        status = status_of(own, "redis")
+        assert status.up and status.pid is not None
+        assert secret not in Path(f"/proc/{status.pid}/cmdline").read_text()
+        assert status.log is not None and secret not in status.log.read_text()
+    finally:
+        infra.down(own, ["redis"])
 
 
 def test_chroma_server_mode_starts_and_stops(settings: Settings, tmp_path: Path) -> None:

@@ -1,0 +1,90 @@
+"""``memstream flink``: run the PyFlink ingest job on a local mini-cluster.
+
+The job (jobs/ingest_flink.py) consumes the input topics, runs the stages with
+the per-user state in Flink keyed state and writes ``memory.ops``,
+``memory.pending`` and ``memory.dlq`` transactionally. It runs in the
+foreground until Ctrl-C/SIGTERM, or with ``--until-end`` until it has processed
+what the input topics held when it started. ``--resume`` continues from the
+newest checkpoint; without it the job starts empty and replays the topics.
+The same options work for ``flink run -py jobs/ingest_flink.py`` on a cluster.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+from jobs.cli_publish import EXIT_BROKER
+from schemas.topics import INPUT_TOPICS, OUTPUT_TOPICS
+
+_err = Console(stderr=True, highlight=False, soft_wrap=True)
+
+
+def flink(
+    namespace: Annotated[
+        str,
+        typer.Option(help="Prefix of every topic, of the group and of the checkpoint dir."),
+    ] = "",
+    group_id: Annotated[
+        str, typer.Option(help="Job name: consumer group and transactional-id prefix.")
+    ] = "memstream-ingest-flink",
+    checkpoint_interval: Annotated[
+        float,
+        typer.Option(
+            min=0.1, help="Seconds between checkpoints; outputs become visible at each one."
+        ),
+    ] = 30.0,
+    parallelism: Annotated[int, typer.Option(min=1, help="Subtasks per operator.")] = 1,
+    resume: Annotated[
+        bool, typer.Option("--resume", help="Restore state and offsets from the newest checkpoint.")
+    ] = False,
+    until_end: Annotated[
+        bool,
+        typer.Option("--until-end", help="Stop after the end offsets the input topics had at start."),
+    ] = False,
+) -> None:
+    """Run the PyFlink ingest job until Ctrl-C/SIGTERM (or the end of the input with --until-end).
+
+    Exit codes: 0 finished (--until-end) or stopped; 3 Kafka, its topics, Java or
+    the connector jar are not there.
+    """
+    # Imported here: PyFlink, the settings-bound job and infra load in seconds,
+    # which `memstream --help` should not wait for.
+    from confluent_kafka import KafkaException
+
+    from connectors import kafka_admin
+    from infra import ToolchainError
+    from jobs.ingest_flink import FlinkOptions, run
+    from memstream.settings import get_settings
+
+    settings = get_settings()
+    try:
+        options = FlinkOptions.from_settings(
+            settings,
+            namespace=namespace,
+            group_id=group_id,
+            checkpoint_interval_s=checkpoint_interval,
+            parallelism=parallelism,
+            resume=resume,
+            until_end=until_end,
+        )
+        wanted = [options.topic(t) for t in (*INPUT_TOPICS, *OUTPUT_TOPICS)]
+        present = kafka_admin.partition_counts(options.bootstrap, wanted)
+    except (ToolchainError, KafkaException) as exc:
+        _err.print(f"error: {exc}", markup=False)
+        raise typer.Exit(EXIT_BROKER) from None
+    missing = [t for t in wanted if t not in present]
+    if missing:
+        _err.print(
+            f"error: missing topics on {options.bootstrap}: {', '.join(missing)} "
+            "(`memstream infra up` creates the default ones)",
+            markup=False,
+        )
+        raise typer.Exit(EXIT_BROKER)
+    run(settings, options)
+
+
+if __name__ == "__main__":
+    typer.run(flink)
