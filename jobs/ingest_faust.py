@@ -1,4 +1,4 @@
-"""The Faust ingest worker: input topics in, ``memory.ops`` / ``memory.pending`` / ``memory.dlq`` out.
+"""The Faust ingest worker: input topics in; memory.ops, memory.pending and memory.dlq out.
 
 A composition root: the agent takes batches of raw records and delegates to
 ``jobs.stages.run_batch`` (the pure ``IngestPipeline`` with per-record failure
@@ -48,12 +48,13 @@ import asyncio
 import logging
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import faust
+from faust.types import RecordMetadata
 
 from connectors import kafka_admin
 from jobs.stages import load_pipeline, run_batch
@@ -152,7 +153,7 @@ class IngestAgent:
             extra_topic_configs={"max.message.bytes": str(config.max_message_bytes)},
         )
 
-    async def run(self, stream: faust.StreamT[bytes]) -> None:
+    async def run(self, stream: faust.Stream[bytes]) -> None:
         """Iterate batches; each batch completes even when the worker is asked to stop."""
         batches = stream.take_events(self.config.batch_size, within=self.config.batch_within_s)
         async for events in batches:
@@ -199,8 +200,8 @@ class IngestAgent:
         snapshot = self.table.get(key)
         return UserMemoryState.restore(snapshot) if snapshot is not None else None
 
-    async def _publish(self, result: IngestResult) -> list[asyncio.Future[Any]]:
-        sent: list[asyncio.Future[Any]] = []
+    async def _publish(self, result: IngestResult) -> list[Awaitable[RecordMetadata]]:
+        sent: list[Awaitable[RecordMetadata]] = []
         for op in result.ops:
             key = f"{op.tenant_id}:{op.user_id}".encode()
             value = op.model_dump_json().encode("utf-8")
@@ -209,9 +210,12 @@ class IngestAgent:
                 sent.append(await self.pending.send(key=key, value=value))
         letter = result.dead_letter
         if letter is not None:
-            key = letter.key.encode() if letter.key is not None else None
-            value = letter.model_dump_json().encode("utf-8")
-            sent.append(await self.dlq.send(key=key, value=value))
+            sent.append(
+                await self.dlq.send(
+                    key=letter.key.encode() if letter.key is not None else None,
+                    value=letter.model_dump_json().encode("utf-8"),
+                )
+            )
         return sent
 
 

@@ -131,8 +131,8 @@ def lexicon_candidates(sent: Any, is_agent: bool) -> Iterator[Candidate]:
     for name, value in vocab.PAYMENT_METHODS.items():
         for span, _ in _regex_spans(sent, rf"\b{re.escape(name)}\b"):
             yield Candidate("payment_method", value, span, "PAYMENT")
-    for pattern, value in vocab.CONTACT_CHANNELS.items():
-        for span, _ in _regex_spans(sent, pattern):
+    for channel, value in vocab.CONTACT_CHANNELS.items():
+        for span, _ in _regex_spans(sent, channel):
             yield Candidate("contact_channel", value, span, "CHANNEL")
     if is_agent:
         for pattern, value in ORDER_STATUS:
@@ -141,7 +141,7 @@ def lexicon_candidates(sent: Any, is_agent: bool) -> Iterator[Candidate]:
 
 
 def object_phrase(token: Any) -> tuple[Any, str] | None:
-    """The noun phrase headed by ``token`` and its canonical form ('spicy dishes' -> 'spicy dish')."""
+    """The noun phrase headed by ``token``, canonical: "spicy dishes" -> "spicy dish"."""
     if token.pos_ not in {"NOUN", "PROPN", "ADJ"}:
         return None
     words = [t for t in token.subtree if t.i <= token.i and t.dep_ not in DROP_OBJECT_DEPS]
@@ -190,12 +190,12 @@ def dependency_candidates(sent: Any) -> Iterator[Candidate]:
                 predicate = "plan" if obj.lemma_.lower() in PLAN_NOUNS else "likes"
                 yield Candidate(predicate, phrase[1], phrase[0], "ITEM", reverse=reverse)
         for prep in (c for c in token.children if c.dep_ == "prep"):
-            predicate = PREP_HEADS.get((lemma, prep.lower_))
-            if predicate is None:
+            head_predicate = PREP_HEADS.get((lemma, prep.lower_))
+            if head_predicate is None:
                 continue
             for obj in _objects(prep):
                 if (phrase := object_phrase(obj)) is not None:
-                    yield Candidate(predicate, phrase[1], phrase[0], "ITEM")
+                    yield Candidate(head_predicate, phrase[1], phrase[0], "ITEM")
         if lemma in {"plan", "tariff"} and token.pos_ == "NOUN":
             mods = [c for c in token.children if c.dep_ in {"amod", "compound"}]
             if mods:

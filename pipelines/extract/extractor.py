@@ -71,7 +71,7 @@ class FactExtractor:
         tagged = self.tagger.predict(
             [[t.text for t in sent if not t.is_space] for _, _, sent in work]
         )
-        per_doc: dict[int, list[tuple[Any, list[Candidate]]]] = {}
+        per_doc: dict[int, list[tuple[Any, list[Candidate], list[Any]]]] = {}
         for (i, doc, sent), spans in zip(work, tagged, strict=True):
             tokens = [t for t in sent if not t.is_space]
             ner = [

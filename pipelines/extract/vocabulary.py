@@ -95,10 +95,21 @@ EMAIL = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
 
 _TIME_PLURALS = {
     f"{day}s": day
-    for day in (
-        "monday tuesday wednesday thursday friday saturday sunday weekend weekday "
-        "morning afternoon evening night"
-    ).split()
+    for day in [
+        "monday",
+        "tuesday",
+        "wednesday",
+        "thursday",
+        "friday",
+        "saturday",
+        "sunday",
+        "weekend",
+        "weekday",
+        "morning",
+        "afternoon",
+        "evening",
+        "night",
+    ]
 }
 _TIME_DROP = re.compile(r"^(?:(?:on|at|in|the|this|every|any|around|about|by|from|of)\s+)+")
 # "next Monday" is just Monday; "next week" keeps its "next" (else it is any week).

@@ -22,10 +22,64 @@ def _phrases(*items: str) -> re.Pattern[str]:
 
 # Words that alone make up greetings, thanks and fillers ("ok cool thanks!").
 FILLER_WORDS = frozenset(
-    """hi hello hey hiya morning evening afternoon good night bye goodbye cheers thanks thank
-    thx ta you so much a lot very ok okay k cool great perfect super nice lovely fine sure yes
-    yeah yep no nope lol haha hahaha hmm um uh oh wow awesome again there all day have
-    right alright bravo excellent""".split()
+    [
+        "hi",
+        "hello",
+        "hey",
+        "hiya",
+        "morning",
+        "evening",
+        "afternoon",
+        "good",
+        "night",
+        "bye",
+        "goodbye",
+        "cheers",
+        "thanks",
+        "thank",
+        "thx",
+        "ta",
+        "you",
+        "so",
+        "much",
+        "a",
+        "lot",
+        "very",
+        "ok",
+        "okay",
+        "k",
+        "cool",
+        "great",
+        "perfect",
+        "super",
+        "nice",
+        "lovely",
+        "fine",
+        "sure",
+        "yes",
+        "yeah",
+        "yep",
+        "no",
+        "nope",
+        "lol",
+        "haha",
+        "hahaha",
+        "hmm",
+        "um",
+        "uh",
+        "oh",
+        "wow",
+        "awesome",
+        "again",
+        "there",
+        "all",
+        "day",
+        "have",
+        "right",
+        "alright",
+        "bravo",
+        "excellent",
+    ]
 )
 
 MEMORY_CUES = _phrases(

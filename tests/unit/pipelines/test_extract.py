@@ -9,7 +9,6 @@ from pathlib import Path
 import pytest
 
 from pipelines.extract import FactExtractor, extract_crm
-from pipelines.parse import DialogueParser
 from schemas.events import CrmWebhook, DialogueEvent, FieldChange, Role
 from schemas.facts import Assertor, ExtractedFact
 from schemas.memory import MemoryKind, Polarity

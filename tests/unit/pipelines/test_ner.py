@@ -1,4 +1,4 @@
-"""The project's Flair NER tagger: the committed model reloads and scores; training is reproducible."""
+"""The project's Flair NER tagger: the committed model reloads and scores; training repeats."""
 
 from __future__ import annotations
 

@@ -1,0 +1,86 @@
+"""``memstream sink``: apply ``memory.ops`` to Redis, Chroma and Neo4j until Ctrl-C or SIGTERM.
+
+The job (jobs/sink_job.py) commits its offsets only after a batch is written
+or spooled, so a stop at any point, SIGKILL included, loses nothing: a restart
+resumes from the last commit and re-applies at most one batch (harmlessly —
+every write is idempotent). On Ctrl-C/SIGTERM the batch in hand completes, its
+offsets are committed and the process exits 0.
+"""
+
+from __future__ import annotations
+
+import logging
+import signal
+import threading
+from types import FrameType
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+from jobs.cli_publish import EXIT_BROKER
+
+_err = Console(stderr=True, highlight=False, soft_wrap=True)
+
+
+def sink(
+    namespace: Annotated[
+        str,
+        typer.Option(help="Prefix of the topics and of the consumer group (tests, shadow runs)."),
+    ] = "",
+    store_namespace: Annotated[
+        str | None,
+        typer.Option(help="Namespace of the Redis keys, Chroma collections and Neo4j nodes."),
+    ] = None,
+    group_id: Annotated[str, typer.Option(help="Consumer group id.")] = "memstream-sink",
+    batch_size: Annotated[
+        int, typer.Option(min=1, help="Most operations applied (and committed) at once.")
+    ] = 256,
+    latency_budget_ms: Annotated[
+        float,
+        typer.Option(min=1.0, help="A store writing slower than this falls back to the spool."),
+    ] = 200.0,
+    loglevel: Annotated[str, typer.Option(help="Log level: debug, info, warning.")] = "info",
+) -> None:
+    """Run the sink job until Ctrl-C/SIGTERM.
+
+    Exit codes: 0 stopped on request; 3 Kafka or a store could not be reached at start.
+    """
+    # Imported here: chromadb and the Neo4j driver load in seconds, which
+    # `memstream --help` should not wait for.
+    from jobs.sink_job import SinkConfig, SinkJob, open_lanes
+    from memstream.settings import get_settings
+    from pipelines.backpressure import BackpressureConfig
+
+    logging.basicConfig(
+        level=loglevel.upper(), format="%(asctime)s %(levelname)s %(name)s %(message)s"
+    )
+    config = SinkConfig.from_settings(
+        get_settings(),
+        topic_namespace=namespace,
+        store_namespace=store_namespace,
+        group_id=group_id,
+        batch_size=batch_size,
+        backpressure=BackpressureConfig(latency_budget_s=latency_budget_ms / 1000),
+    )
+    try:
+        lanes = open_lanes(config)
+    except Exception as exc:  # a store down at start: say which, exit with the service code
+        _err.print(f"error: cannot open the stores: {exc!r}", markup=False)
+        raise typer.Exit(EXIT_BROKER) from None
+    stop = threading.Event()
+
+    def request_stop(signum: int, _frame: FrameType | None) -> None:
+        _err.print(f"{signal.Signals(signum).name}: finishing the batch in hand, then stopping")
+        stop.set()
+
+    signal.signal(signal.SIGTERM, request_stop)
+    signal.signal(signal.SIGINT, request_stop)
+    job = SinkJob(config, lanes)
+    _err.print(f"sink: consuming {config.topic('memory.ops')} as group {config.group}")
+    job.run(stop)
+    _err.print(f"sink: stopped after {job.applied} operation(s)")
+
+
+if __name__ == "__main__":
+    typer.run(sink)

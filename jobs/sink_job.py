@@ -1,0 +1,353 @@
+"""The sink job: ``memory.ops`` in, Redis / Chroma / Neo4j written, offsets committed after.
+
+A composition root. One consumer (read_committed: records of open or aborted
+ingest transactions stay invisible) takes up to ``batch_size`` operations at a
+time; each store's :class:`StoreLane` applies the batch directly or, following
+its :class:`~pipelines.backpressure.StorePolicy`, parks it in that store's Redis
+spool; only then are the batch's offsets committed (synchronously). A crash at
+any point therefore re-delivers at most the batch in hand, and every write is
+idempotent (op ids and fact ids are deterministic), so each fact version ends
+up in each store exactly once.
+
+Backpressure (DESIGN.md §5): Chroma and Neo4j fall back to a spool of their own
+— a Redis stream per store — when they are down, raise a transient error, or
+write slower than the latency budget; while a store spools, every later
+operation for it is spooled too, and the spool is replayed oldest first, in
+batches, before direct writes resume (per-key order kept). Working memory has
+no fallback: its spool would live in the very Redis that is failing, so the job
+pauses and retries the batch instead, committing nothing meanwhile.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import chromadb
+import redis
+from confluent_kafka import Consumer, KafkaException, Message
+from pydantic import ValidationError
+
+from connectors.chroma_memory import ChromaMemory
+from connectors.kafka_io import KeyedProducer, consumer
+from connectors.neo4j_memory import Neo4jMemory
+from connectors.protocols import DEFAULT_CHUNK_SIZE, BackpressureError, BatchingSink
+from connectors.redis_memory import RedisMemory, RedisSpool
+from jobs import sink_metrics as metrics
+from memstream.settings import Settings
+from pipelines.backpressure import BackpressureConfig, StorePolicy
+from schemas.deadletter import DeadLetter, DeadLetterReason
+from schemas.ops import MemoryOperation
+from schemas.topics import MEMORY_DLQ, MEMORY_OPS
+
+log = logging.getLogger(__name__)
+
+Clock = Callable[[], float]
+
+
+@dataclass(frozen=True)
+class SinkConfig:
+    """What the sink job needs; ``from_settings`` fills it from the settings object.
+
+    Until memstream/settings.py has a ``sink`` section the tunables live here
+    with their defaults.
+    """
+
+    bootstrap: str
+    redis_url: str
+    neo4j_uri: str
+    neo4j_auth: tuple[str, str] | None
+    chroma_path: Path
+    chroma_server: tuple[str, int] | None = None  # (host, port) when Chroma runs as a server
+    max_message_bytes: int = 1024 * 1024
+    topic_namespace: str = ""  # prefix of the topics and of the consumer group
+    store_namespace: str | None = None  # Redis / Chroma / Neo4j namespace (shadow runs, tests)
+    group_id: str = "memstream-sink"
+    # One consumed batch is at most one writer chunk (connectors/protocols.py),
+    # so one write's latency is one chunk's, comparable with the budget.
+    batch_size: int = DEFAULT_CHUNK_SIZE
+    # How long one poll waits for records: bounds the added latency at low rates
+    # and how often spools are probed while the topic is quiet.
+    poll_timeout_s: float = 0.5
+    # Pause before retrying a batch whose working-memory write failed (Redis
+    # down): short enough to resume within a second of a restart.
+    retry_pause_s: float = 1.0
+    backpressure: BackpressureConfig = field(default_factory=BackpressureConfig)
+
+    @classmethod
+    def from_settings(cls, settings: Settings, **overrides: Any) -> SinkConfig:
+        """Addresses from the settings; tunables as given."""
+        neo = settings.neo4j
+        password = neo.password.get_secret_value()
+        chroma = settings.chroma
+        return cls(
+            bootstrap=settings.kafka.bootstrap,
+            redis_url=settings.redis.url,
+            neo4j_uri=neo.uri,
+            neo4j_auth=(neo.user, password) if password else None,
+            chroma_path=settings.chroma_path,
+            chroma_server=(chroma.host, chroma.port) if chroma.mode == "server" else None,
+            max_message_bytes=settings.kafka.max_message_bytes,
+            **overrides,
+        )
+
+    @property
+    def group(self) -> str:
+        """The consumer group, namespaced."""
+        return self.topic_namespace + self.group_id
+
+    def topic(self, name: str) -> str:
+        """A topic name, namespaced."""
+        return self.topic_namespace + name
+
+
+def spool_namespace(store_namespace: str | None, store: str) -> str:
+    """The Redis namespace of one store's spool (``RedisSpool`` keeps one stream per namespace)."""
+    return f"{store_namespace}.spool-{store}" if store_namespace else f"spool-{store}"
+
+
+class StoreUnavailable(RuntimeError):
+    """A store without a fallback (working memory) could not be written; retry the batch."""
+
+
+@dataclass
+class Fallback:
+    """A store's spool and the policy deciding when it is used."""
+
+    spool: RedisSpool
+    policy: StorePolicy
+
+
+class StoreLane:
+    """One store as the job drives it: direct writes, or its spool, and the drain."""
+
+    def __init__(
+        self,
+        name: str,
+        sink: BatchingSink,
+        fallback: Fallback | None = None,
+        *,
+        clock: Clock = time.monotonic,
+    ) -> None:
+        """``fallback`` None: errors surface as StoreUnavailable (the working tier)."""
+        self.name = name
+        self.sink = sink
+        self.fallback = fallback
+        self.clock = clock
+        if fallback is not None:
+            metrics.SPOOL_DEPTH.labels(name).set(fallback.spool.spool_depth())
+
+    @classmethod
+    def spooled(
+        cls,
+        sink: BatchingSink,
+        client: redis.Redis,
+        *,
+        store_namespace: str | None,
+        config: BackpressureConfig,
+        clock: Clock = time.monotonic,
+    ) -> StoreLane:
+        """A lane with a Redis spool; operations left there by an earlier run go first."""
+        name = sink.store_name
+        spool = RedisSpool(client, namespace=spool_namespace(store_namespace, name))
+        left = spool.spool_depth() > 0
+        policy = StorePolicy(name, config, spooled=left, now=clock())
+        return cls(name, sink, Fallback(spool, policy), clock=clock)
+
+    def apply(self, ops: Sequence[MemoryOperation]) -> None:
+        """Write (or spool) the operations addressed to this store, in order."""
+        self.drain_if_due()
+        mine = [op for op in ops if self.sink.tier in op.tiers]
+        if not mine:
+            return
+        fallback = self.fallback
+        if fallback is not None and not fallback.policy.direct:
+            self._spool(fallback, mine)
+            return
+        started = self.clock()
+        try:
+            self.sink.write(mine)
+            self.sink.flush()
+        except BackpressureError as exc:
+            if fallback is None:
+                raise StoreUnavailable(str(exc)) from exc
+            # The unapplied ones are the oldest of this store's backlog: spool
+            # them first, and everything after them follows them there.
+            self._spool(fallback, exc.operations)
+            reason = fallback.policy.record_failure(self.clock())
+            metrics.FALLBACK_ACTIVATIONS.labels(self.name, reason.value).inc()
+            log.warning("%s: falling back to the spool: %s", self.name, exc)
+            return
+        elapsed = self.clock() - started
+        metrics.OPS_WRITTEN.labels(self.name, "direct").inc(len(mine))
+        metrics.WRITE_SECONDS.labels(self.name).observe(elapsed)
+        if fallback is not None:
+            tripped = fallback.policy.record_write(elapsed, self.clock())
+            if tripped is not None:
+                metrics.FALLBACK_ACTIVATIONS.labels(self.name, tripped.value).inc()
+                log.warning(
+                    "%s: writes over the %.3f s budget (last %.3f s): falling back to the spool",
+                    self.name,
+                    fallback.policy.config.latency_budget_s,
+                    elapsed,
+                )
+
+    def drain_if_due(self) -> None:
+        """Replay the spool when the policy says it is time to probe the store."""
+        fallback = self.fallback
+        if fallback is None or not fallback.policy.probe_due(self.clock()):
+            return
+        spool = fallback.spool
+        try:
+            drained = spool.drain(self._write_drained, self.sink.chunk_size)
+        except BackpressureError as exc:
+            fallback.policy.record_drain(completed=False, now=self.clock())
+            log.info(
+                "%s: still unavailable, %d op(s) spooled: %s", self.name, spool.spool_depth(), exc
+            )
+        else:
+            took = fallback.policy.record_drain(completed=True, now=self.clock())
+            if took is not None:
+                metrics.DRAIN_SECONDS.labels(self.name).observe(took)
+            log.info("%s: spool drained (%d op(s)); direct writes resume", self.name, drained)
+        metrics.SPOOL_DEPTH.labels(self.name).set(spool.spool_depth())
+
+    def _write_drained(self, ops: list[MemoryOperation]) -> None:
+        started = self.clock()
+        self.sink.write(ops)
+        self.sink.flush()
+        elapsed = self.clock() - started
+        metrics.OPS_WRITTEN.labels(self.name, "drain").inc(len(ops))
+        budget = self.sink.latency_budget_s
+        if elapsed > budget:
+            # Applied, but the store is still slow: the batch stays spooled (a
+            # replay is harmless) and the store keeps spooling.
+            raise BackpressureError(self.name, f"drain batch took {elapsed:.3f}s > {budget}s", [])
+
+    def _spool(self, fallback: Fallback, ops: Sequence[MemoryOperation]) -> None:
+        if ops:
+            fallback.spool.spool(ops)
+            metrics.OPS_SPOOLED.labels(self.name).inc(len(ops))
+            metrics.SPOOL_DEPTH.labels(self.name).set(fallback.spool.spool_depth())
+
+
+def open_lanes(config: SinkConfig, clock: Clock = time.monotonic) -> list[StoreLane]:
+    """Connect to the three stores and create what they need; working memory first."""
+    client = redis.Redis.from_url(config.redis_url, decode_responses=True)
+    budget = config.backpressure.latency_budget_s
+    ns = config.store_namespace
+    chroma_client = (
+        chromadb.HttpClient(host=config.chroma_server[0], port=config.chroma_server[1])
+        if config.chroma_server
+        else None
+    )
+    chroma = (
+        ChromaMemory(chroma_client, namespace=ns, latency_budget_s=budget)
+        if chroma_client is not None
+        else ChromaMemory.open(config.chroma_path, namespace=ns, latency_budget_s=budget)
+    )
+    neo4j = Neo4jMemory.connect(
+        config.neo4j_uri, config.neo4j_auth, namespace=ns, latency_budget_s=budget
+    )
+    sinks: list[BatchingSink] = [
+        RedisMemory(client, namespace=ns, latency_budget_s=budget),
+        chroma,
+        neo4j,
+    ]
+    for sink in sinks:
+        sink.setup()
+    working = StoreLane(sinks[0].store_name, sinks[0], clock=clock)
+    return [working] + [
+        StoreLane.spooled(s, client, store_namespace=ns, config=config.backpressure, clock=clock)
+        for s in sinks[1:]
+    ]
+
+
+class SinkJob:
+    """The consume → apply → commit loop over a set of lanes."""
+
+    def __init__(self, config: SinkConfig, lanes: Sequence[StoreLane]) -> None:
+        """Build the consumer and the dead-letter producer (nothing is polled yet)."""
+        self.config = config
+        self.lanes = list(lanes)
+        self.consumer: Consumer = consumer(config.bootstrap, config.group, read_committed=True)
+        self.dead_letters = KeyedProducer(
+            config.bootstrap, client_id="memstream-sink", max_message_bytes=config.max_message_bytes
+        )
+        self.applied = 0
+
+    def run(self, stop: threading.Event) -> None:
+        """Consume until ``stop`` is set; the batch in hand completes and is committed first."""
+        self.consumer.subscribe([self.config.topic(MEMORY_OPS)])
+        try:
+            while not stop.is_set():
+                messages = self.consumer.consume(self.config.batch_size, self.config.poll_timeout_s)
+                ops = self._decode(messages)
+                if not self._apply(ops, stop):
+                    return  # stopped while a store was down: nothing committed
+                if messages:
+                    self.dead_letters.flush()
+                    self.consumer.commit(asynchronous=False)
+                    metrics.BATCHES_COMMITTED.inc()
+                    self.applied += len(ops)
+        finally:
+            self.consumer.close()
+
+    def _apply(self, ops: Sequence[MemoryOperation], stop: threading.Event) -> bool:
+        while True:
+            try:
+                for lane in self.lanes:
+                    lane.apply(ops)  # also drains a lane's spool when its probe is due
+                return True
+            except (StoreUnavailable, redis.ConnectionError, redis.TimeoutError) as exc:
+                # Redis (working memory or the spools) is down: the whole batch is
+                # retried, which is harmless for the lanes that already took it.
+                log.warning(
+                    "batch not applied, retrying in %.1f s: %s", self.config.retry_pause_s, exc
+                )
+                if stop.wait(self.config.retry_pause_s):
+                    return False
+
+    def _decode(self, messages: Sequence[Message]) -> list[MemoryOperation]:
+        ops: list[MemoryOperation] = []
+        for message in messages:
+            error = message.error()
+            if error is not None:
+                if error.fatal():
+                    raise KafkaException(error)
+                log.warning("consumer: %s", error.str())
+                continue
+            raw = message.value() or b""
+            try:
+                ops.append(MemoryOperation.model_validate_json(raw))
+            except ValidationError as exc:
+                self._dead_letter(message, raw, exc)
+        return ops
+
+    def _dead_letter(self, message: Message, raw: bytes, exc: ValidationError) -> None:
+        key = message.key()
+        letter = DeadLetter.wrap(
+            raw,
+            reason=DeadLetterReason.SCHEMA_VIOLATION,
+            detail=f"not a memory operation: {exc.error_count()} error(s)",
+            errors=[str(e["msg"]) for e in exc.errors()],
+            topic=str(message.topic()),
+            partition=message.partition(),
+            offset=message.offset(),
+            key=key.decode("utf-8", "replace") if key is not None else None,
+            stage="sink",
+        )
+        dlq = self.config.topic(MEMORY_DLQ)
+        self.dead_letters.send(dlq, letter.model_dump_json().encode("utf-8"), key=letter.key)
+
+
+def run_sink(config: SinkConfig, stop: threading.Event) -> SinkJob:
+    """Open the stores and run the job until ``stop`` is set; returns the finished job."""
+    job = SinkJob(config, open_lanes(config))
+    job.run(stop)
+    return job
