@@ -95,8 +95,8 @@ def load_devset(path: Path = DEVSET) -> list[Turn]:
 
 # --- the naive baseline: keywords and regexes only, no parse, no NER ----------
 _B_TIME = re.compile(
-    r"\b(?:(?:before|after) \d{1,2}(?:\s?[ap]m)?|\d{1,2}\s?[ap]m|(?:mon|tues|wednes|thurs|fri|satur|sun)days?"
-    r"|weekends?|tomorrow|tonight)\b",
+    r"\b(?:(?:before|after) \d{1,2}(?:\s?[ap]m)?|\d{1,2}\s?[ap]m"
+    r"|(?:mon|tues|wednes|thurs|fri|satur|sun)days?|weekends?|tomorrow|tonight)\b",
     re.IGNORECASE,
 )
 _B_PHONE = re.compile(r"\+?\d[\d ]{6,}\d")
@@ -236,9 +236,8 @@ def main(show_errors: Callable[[str], None] | None = None) -> None:
             got = {(p, o, neg) for p, o, neg, _, _ in ours.get(i, [])}
             want = {(g.predicate, g.object, g.negated) for g in turn.gold}
             if got != want:
-                show_errors(
-                    f"{turn.event.event_id} {turn.event.text!r}\n   missed {want - got}\n   extra  {got - want}"
-                )
+                show_errors(f"{turn.event.event_id} {turn.event.text!r}")
+                show_errors(f"   missed {want - got}\n   extra  {got - want}")
 
 
 if __name__ == "__main__":

@@ -65,7 +65,10 @@ class Stages:
 
         self.load_s: dict[str, float] = {}
         self.load_s["parse (spaCy)"], self.parser = timed(DialogueParser.load)
-        self.load_s["extract (spaCy + Flair NER)"], self.extractor = timed(FactExtractor.load)
+        # The extractor shares the parser's spaCy pipeline, as a worker does.
+        self.load_s["extract (Flair NER)"], self.extractor = timed(
+            lambda: FactExtractor.load(self.parser)
+        )
         self.load_s["encode (MiniLM + TransE)"], self.encoder = timed(
             lambda: Encoder.load(transe_dir)
         )

@@ -3,8 +3,8 @@
 ``connector_jars(settings)`` returns ``file://`` URLs ready for ``pipeline.jars``.
 The first call runs Maven on infra/flink/pom.xml (local repository
 ``<cache_dir>/m2``, shared with the Kafka broker's jars) into
-``<cache_dir>/flink/<connector version>/``; later calls find the jar there (and the marker Maven's success leaves) and
-run nothing, so warm starts work offline.
+``<cache_dir>/flink/<connector version>/``; later calls find the jar there, with
+the marker a successful run leaves, and run nothing: warm starts work offline.
 """
 
 from __future__ import annotations

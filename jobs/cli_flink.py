@@ -42,7 +42,9 @@ def flink(
     ] = False,
     until_end: Annotated[
         bool,
-        typer.Option("--until-end", help="Stop after the end offsets the input topics had at start."),
+        typer.Option(
+            "--until-end", help="Stop after the end offsets the input topics had at start."
+        ),
     ] = False,
 ) -> None:
     """Run the PyFlink ingest job until Ctrl-C/SIGTERM (or the end of the input with --until-end).

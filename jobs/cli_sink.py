@@ -19,6 +19,7 @@ import typer
 from rich.console import Console
 
 from jobs.cli_publish import EXIT_BROKER
+from schemas.topics import MEMORY_OPS
 
 _err = Console(stderr=True, highlight=False, soft_wrap=True)
 
@@ -55,6 +56,8 @@ def sink(
     logging.basicConfig(
         level=loglevel.upper(), format="%(asctime)s %(levelname)s %(name)s %(message)s"
     )
+    # The Neo4j driver logs every "constraint already exists" notice at INFO.
+    logging.getLogger("neo4j.notifications").setLevel(logging.WARNING)
     config = SinkConfig.from_settings(
         get_settings(),
         topic_namespace=namespace,
@@ -77,7 +80,7 @@ def sink(
     signal.signal(signal.SIGTERM, request_stop)
     signal.signal(signal.SIGINT, request_stop)
     job = SinkJob(config, lanes)
-    _err.print(f"sink: consuming {config.topic('memory.ops')} as group {config.group}")
+    _err.print(f"sink: consuming {config.topic(MEMORY_OPS)} as group {config.group}")
     job.run(stop)
     _err.print(f"sink: stopped after {job.applied} operation(s)")
 

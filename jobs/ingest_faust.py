@@ -135,8 +135,10 @@ def input_partitions(config: WorkerConfig) -> int:
 class IngestAgent:
     """The agent body: batches of events → pipeline → outputs, then the states."""
 
-    def __init__(self, app: faust.App, config: WorkerConfig, pipeline: IngestPipeline) -> None:
-        """Declare the topics and the table on ``app``."""
+    def __init__(
+        self, app: faust.App, config: WorkerConfig, pipeline: IngestPipeline, partitions: int
+    ) -> None:
+        """Declare the topics and the table (``partitions``: the input topics') on ``app``."""
         self.config = config
         self.pipeline = pipeline
         raw: dict[str, Any] = {"key_serializer": "raw", "value_serializer": "raw"}
@@ -145,17 +147,22 @@ class IngestAgent:
         self.dlq = app.topic(config.topic(MEMORY_DLQ), **raw)
         self.table = app.Table(
             TABLE_NAME,
-            key_type=str,
-            key_serializer="raw",
-            value_serializer="json",
+            # Raw UTF-8 keys: the same bytes as the input records' keys, so the
+            # partitioner puts a user's state on their events' partition.
+            schema=faust.Schema(key_type=str, key_serializer="raw", value_serializer="json"),
+            partitions=partitions,
             use_partitioner=True,
             # Snapshots reach ~5 MiB at the ReviewConfig caps (review/config.py).
             extra_topic_configs={"max.message.bytes": str(config.max_message_bytes)},
         )
 
-    async def run(self, stream: faust.Stream[bytes]) -> None:
+    async def run(self, stream: faust.StreamT[bytes]) -> None:
         """Iterate batches; each batch completes even when the worker is asked to stop."""
-        batches = stream.take_events(self.config.batch_size, within=self.config.batch_within_s)
+        # StreamT (the agent's declared type) lacks take_events in faust 0.15.3;
+        # the Stream it is at run time has it.
+        batches = stream.take_events(  # type: ignore[attr-defined]
+            self.config.batch_size, within=self.config.batch_within_s
+        )
         async for events in batches:
             task = asyncio.ensure_future(self.handle([e.message for e in events]))
             try:
@@ -235,7 +242,7 @@ def build_app(config: WorkerConfig, pipeline: IngestPipeline, partitions: int) -
     source = app.topic(
         *(config.topic(t) for t in INPUT_TOPICS), key_serializer="raw", value_serializer="raw"
     )
-    agent = IngestAgent(app, config, pipeline)
+    agent = IngestAgent(app, config, pipeline, partitions)
     app.agent(source, name="ingest")(agent.run)
     return app
 
@@ -247,5 +254,6 @@ def run_worker(
     started = time.perf_counter()
     pipeline = load_pipeline(settings)
     log.info("stages loaded in %.1f s", time.perf_counter() - started)
+    config.data_dir.mkdir(parents=True, exist_ok=True)  # Faust creates only the last level
     app = build_app(config, pipeline, partitions)
     faust.Worker(app, loglevel=loglevel, quiet=True).execute_from_commandline()

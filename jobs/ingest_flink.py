@@ -1,4 +1,4 @@
-"""The PyFlink ingest job: input topics in, ``memory.ops`` / ``memory.pending`` / ``memory.dlq`` out.
+"""The PyFlink ingest job: input topics in; ``memory.ops``, ``memory.pending``, ``memory.dlq`` out.
 
 A composition root, the scale-out twin of the Faust worker (jobs/ingest_faust.py):
 the same stages (``jobs.stages.load_pipeline``) and the same failure isolation
@@ -52,10 +52,10 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -74,7 +74,7 @@ from infra import toolchain
 from infra.flink_jars import connector_jars
 from jobs.stages import load_pipeline, run_batch
 from memstream.settings import Settings
-from pipelines.ingest import IngestPipeline, SourceRecord
+from pipelines.ingest import IngestPipeline, IngestResult, SourceRecord
 from pipelines.review import UserMemoryState
 from schemas.ops import OpType
 from schemas.topics import INPUT_TOPICS, MEMORY_DLQ, MEMORY_OPS, MEMORY_PENDING, OUTPUT_TOPICS
@@ -86,6 +86,10 @@ PENDING_OPS = frozenset({OpType.ADD_PENDING, OpType.RESOLVE_PENDING})
 SOURCE_TABLE = "ingest_source"
 SINK_TABLE = "ingest_sink"
 STATE_NAME = "user-memory"
+# Restarts of a failed job inside one process (see job_configuration): three
+# 5 s waits outlast a broker restart on this machine (~10 s, infra/kafka_broker.py).
+RESTART_ATTEMPTS = 3
+RESTART_DELAY_S = 5
 _OUTPUT_TYPE = Types.ROW_NAMED(
     ["topic", "k", "v"],
     [Types.STRING(), Types.PRIMITIVE_ARRAY(Types.BYTE()), Types.PRIMITIVE_ARRAY(Types.BYTE())],
@@ -137,7 +141,7 @@ class FlinkOptions:
 
     @property
     def checkpoint_dir(self) -> Path:
-        """This job's checkpoints (one sub-directory per run, as Flink lays them out)."""
+        """Where the checkpoints go (one sub-directory per run, as Flink lays them out)."""
         return self.checkpoint_root / self.job_name
 
     def topic(self, name: str) -> str:
@@ -152,9 +156,8 @@ def latest_checkpoint(checkpoint_dir: Path) -> Path | None:
     return newest.parent if newest is not None else None
 
 
-def job_configuration(options: FlinkOptions) -> Configuration:
+def job_configuration(options: FlinkOptions) -> dict[str, str]:
     """The Flink configuration of the job (2.x keys; STACK.md, PyFlink)."""
-    config = Configuration()
     values = {
         "pipeline.name": options.job_name,
         "pipeline.jars": ";".join(options.jars),
@@ -168,13 +171,18 @@ def job_configuration(options: FlinkOptions) -> Configuration:
         "execution.checkpointing.dir": options.checkpoint_dir.as_uri(),
         # Kept after a stop or cancel: --resume needs them.
         "execution.checkpointing.externalized-checkpoint-retention": "RETAIN_ON_CANCELLATION",
+        # A few quick restarts ride out a broker hiccup (state and offsets come
+        # back from the last checkpoint); a lasting fault (a model that cannot
+        # load, Kafka gone) then fails the job instead of looping forever, and
+        # the process exits non-zero for its supervisor to restart with --resume.
+        "restart-strategy.type": "fixed-delay",
+        "restart-strategy.fixed-delay.attempts": str(RESTART_ATTEMPTS),
+        "restart-strategy.fixed-delay.delay": f"{RESTART_DELAY_S} s",
         **options.extra_config,
     }
     if options.resume and (checkpoint := latest_checkpoint(options.checkpoint_dir)) is not None:
         values["execution.state-recovery.path"] = checkpoint.as_uri()
-    for key, value in values.items():
-        config.set_string(key, value)
-    return config
+    return values
 
 
 def _sql_text(value: str) -> str:
@@ -275,11 +283,19 @@ class RecordKey(KeySelector):
             return record.key.decode("utf-8", "replace") if record.key is not None else ""
 
 
-@cache
+_loaded: dict[str, IngestPipeline] = {}
+_loading = threading.Lock()
+
+
 def _pipeline(settings: Settings) -> IngestPipeline:
-    # Once per Python worker process: with local loopback execution every
-    # subtask shares the client process, and models take seconds to load.
-    return load_pipeline(settings)
+    # Once per Python worker process: in a local run every subtask's function
+    # lives in the client process (PyFlink's loopback mode), and the models
+    # take seconds and ~1 GB to load.
+    with _loading:
+        key = settings.model_dump_json()
+        if key not in _loaded:
+            _loaded[key] = load_pipeline(settings)
+        return _loaded[key]
 
 
 class IngestFunction(KeyedProcessFunction):
@@ -305,32 +321,44 @@ class IngestFunction(KeyedProcessFunction):
         current_key: str = ctx.get_current_key()
         batch = run_batch(self.pipeline, [record], lambda key: self._load(key, current_key))
         for result in batch.results:
-            for op in result.ops:
-                key = f"{op.tenant_id}:{op.user_id}".encode()
-                body = op.model_dump_json().encode("utf-8")
-                yield Row(self.namespace + MEMORY_OPS, key, body)
-                if op.op_type in PENDING_OPS:
-                    yield Row(self.namespace + MEMORY_PENDING, key, body)
-            letter = result.dead_letter
-            if letter is not None:
-                key = letter.key.encode() if letter.key is not None else None
-                yield Row(self.namespace + MEMORY_DLQ, key, letter.model_dump_json().encode())
+            yield from output_rows(result, self.namespace)
         state = batch.states.get(current_key)
         if state is not None:
             self.state.update(json.dumps(state.snapshot(), separators=(",", ":")))
 
     def _load(self, key: str, current_key: str) -> UserMemoryState | None:
         if key != current_key:
-            # record_key keys every valid record by the key the review asks
+            # RecordKey keys every valid record by the key the review asks
             # for; anything else is a bug, dead-lettered as a processing error.
             raise RuntimeError(f"state of {key!r} asked for under key {current_key!r}")
         snapshot = self.state.value()
         return UserMemoryState.restore(json.loads(snapshot)) if snapshot is not None else None
 
 
+def output_rows(result: IngestResult, namespace: str) -> Iterator[Row]:
+    """The sink rows of one record's result: (topic, key, value), as the Faust worker sends them.
+
+    Every op goes to memory.ops keyed ``tenant:user``; pending-queue ops also to
+    memory.pending; a dead letter to memory.dlq under the record's own key.
+    """
+    for op in result.ops:
+        key = f"{op.tenant_id}:{op.user_id}".encode()
+        body = op.model_dump_json().encode("utf-8")
+        yield Row(namespace + MEMORY_OPS, key, body)
+        if op.op_type in PENDING_OPS:
+            yield Row(namespace + MEMORY_PENDING, key, body)
+    letter = result.dead_letter
+    if letter is not None:
+        letter_key = letter.key.encode() if letter.key is not None else None
+        yield Row(namespace + MEMORY_DLQ, letter_key, letter.model_dump_json().encode("utf-8"))
+
+
 def build(env: StreamExecutionEnvironment, settings: Settings, options: FlinkOptions) -> None:
     """Add the ingest job to ``env``: checkpointing on, Kafka in, keyed stages, Kafka out."""
-    env.configure(job_configuration(options))
+    config = Configuration()
+    for key, value in job_configuration(options).items():
+        config.set_string(key, value)
+    env.configure(config)
     env.enable_checkpointing(
         int(options.checkpoint_interval_s * 1000), CheckpointingMode.EXACTLY_ONCE
     )

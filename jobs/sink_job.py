@@ -77,6 +77,10 @@ class SinkConfig:
     # Pause before retrying a batch whose working-memory write failed (Redis
     # down): short enough to resume within a second of a restart.
     retry_pause_s: float = 1.0
+    # A crashed sink's partitions go to its restart (or a peer) after this.
+    # librdkafka's default is 45 s; 10 s still spans several heartbeats (3 s),
+    # which librdkafka sends from its own thread, so a long drain never trips it.
+    session_timeout_s: float = 10.0
     backpressure: BackpressureConfig = field(default_factory=BackpressureConfig)
 
     @classmethod
@@ -275,7 +279,12 @@ class SinkJob:
         """Build the consumer and the dead-letter producer (nothing is polled yet)."""
         self.config = config
         self.lanes = list(lanes)
-        self.consumer: Consumer = consumer(config.bootstrap, config.group, read_committed=True)
+        self.consumer: Consumer = consumer(
+            config.bootstrap,
+            config.group,
+            read_committed=True,
+            **{"session.timeout.ms": int(config.session_timeout_s * 1000)},
+        )
         self.dead_letters = KeyedProducer(
             config.bootstrap, client_id="memstream-sink", max_message_bytes=config.max_message_bytes
         )

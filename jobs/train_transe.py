@@ -26,6 +26,7 @@ import typer
 if TYPE_CHECKING:
     from memstream.settings import Settings
     from pipelines.encode.triples import Triple
+    from schemas.events import InputEvent
 
 _SAMPLE_DIR = Path(__file__).resolve().parent.parent / "data" / "sample"
 SAMPLE_DIALOGUE = _SAMPLE_DIR / "dialogue.events.jsonl"
@@ -41,11 +42,11 @@ def default_model_dir(settings: Settings) -> Path:
     return settings.state_dir / "models" / "transe"
 
 
-def _read_events(path: Path, topic: str) -> list[object]:
+def _read_events(path: Path, topic: str) -> list[InputEvent]:
     """Every valid event of a JSON-lines file (invalid lines are reported and skipped)."""
     from schemas.validate import InvalidEvent, decode_event
 
-    events: list[object] = []
+    events: list[InputEvent] = []
     with path.open("rb") as lines:
         for number, raw in enumerate(lines, start=1):
             if not raw.strip():
@@ -69,18 +70,24 @@ def triples_from_streams(dialogue: Sequence[Path], crm: Sequence[Path]) -> list[
         from pipelines.extract import FactExtractor
         from pipelines.parse import DialogueParser
 
-        turns = [e for p in dialogue for e in _read_events(p, DIALOGUE_EVENTS)]
-        events = [e for e in turns if isinstance(e, DialogueEvent)]
-        parsed = DialogueParser.load().parse_batch(events)
-        extracted = FactExtractor.load().extract_batch(list(zip(events, parsed, strict=True)))
+        read = [e for path in dialogue for e in _read_events(path, DIALOGUE_EVENTS)]
+        turns = [e for e in read if isinstance(e, DialogueEvent)]
+        parser = DialogueParser.load()
+        extractor = FactExtractor.load(parser)  # shares the parser's spaCy pipeline
+        pairs = list(zip(turns, parser.parse_batch(turns), strict=True))
         # Only what users (and CRM) state about themselves is memory; an
         # agent's unconfirmed statement is not a fact to learn from.
-        facts += [f for per_turn in extracted for f in per_turn if f.asserted_by is Assertor.USER]
+        facts += [
+            fact
+            for per_turn in extractor.extract_batch(pairs)
+            for fact in per_turn
+            if fact.asserted_by is Assertor.USER
+        ]
     if crm:
         from pipelines.extract import extract_crm
 
-        webhooks = [e for p in crm for e in _read_events(p, CRM_WEBHOOKS)]
-        facts += [f for e in webhooks if isinstance(e, CrmWebhook) for f in extract_crm(e)]
+        read = [e for path in crm for e in _read_events(path, CRM_WEBHOOKS)]
+        facts += [f for e in read if isinstance(e, CrmWebhook) for f in extract_crm(e)]
     return [fact_triple(f) for f in facts]
 
 

@@ -131,17 +131,27 @@ def render_statement(fact: StoredFact) -> str:
     "installation time not in weekend".
     """
     text = " ".join(fact.text.split())
+    if text in _fallback_statements(fact):
+        text = ""  # a store's stand-in for "no text": rendered in words below
     negated = fact.polarity is Polarity.NEGATED or fact.predicate.casefold().startswith("not_")
     if not negated:
         return text or _words(f"{fact.subject} {fact.predicate} {fact.object}")
     if text and _NEGATION_CUE.search(text.casefold()):
         return text
-    relation = _words(re.sub(r"(?i)^not_", "", fact.predicate))
+    relation = _words(re.sub(r"(?i)^not_", "", fact.predicate)).casefold()
     subject, obj = _words(fact.subject), _words(fact.object)
     if relation in _PREPOSITIONS or " " in relation:
         return f"{subject} not {relation} {obj}"
     verb = relation[:-1] if relation.endswith("s") and not relation.endswith("ss") else relation
     return f"{subject} does not {verb} {obj}"
+
+
+def _fallback_statements(fact: StoredFact) -> tuple[str, str]:
+    """``MemoryRecord.statement()`` of a record without text (Chroma's document then)."""
+    return (
+        f"{fact.subject} {fact.predicate} {fact.object}",
+        f"{fact.subject} NOT {fact.predicate} {fact.object}",
+    )
 
 
 def _words(label: str) -> str:

@@ -19,8 +19,8 @@ from schemas.memory import Encoding, Polarity
 def statement(fact: ExtractedFact) -> str:
     """The descriptive text MiniLM embeds: the fact's own text, else its triple in words.
 
-    A negated fact without text reads "installation time not in weekend": the
-    negation is never dropped from what gets embedded.
+    A negated fact without text reads "user not installation time weekend":
+    the negation is never dropped from what gets embedded.
     """
     if fact.text.strip():
         return fact.text

@@ -113,7 +113,8 @@ def ner_candidates(sent: Any, spans: list[Any], is_agent: bool) -> Iterator[Cand
 
 
 def _regex_spans(sent: Any, pattern: re.Pattern[str] | str) -> Iterator[tuple[Any, str]]:
-    for match in re.finditer(pattern, sent.text, flags=re.IGNORECASE):
+    regex = pattern if isinstance(pattern, re.Pattern) else re.compile(pattern, re.IGNORECASE)
+    for match in regex.finditer(sent.text):
         span = sent.doc.char_span(
             sent.start_char + match.start(), sent.start_char + match.end(), alignment_mode="expand"
         )

@@ -65,7 +65,9 @@ class FactExtractor:
                 continue
             doc = parsed.doc if parsed.doc is not None else self.parser.nlp(event.text)
             acts = [s.intent for s in parsed.sentences]
-            for sent, act in zip(doc.sents, acts, strict=False):
+            # The parser keeps the non-blank sentences; pair them with their acts.
+            sentences = [sent for sent in doc.sents if sent.text.strip()]
+            for sent, act in zip(sentences, acts, strict=True):
                 if act not in NO_FACT_ACTS:
                     work.append((i, doc, sent))
         tagged = self.tagger.predict(

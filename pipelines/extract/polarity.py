@@ -80,6 +80,9 @@ _UP_DEPS = frozenset(
 _UP_DEPS |= frozenset({"advmod", "acomp", "oprd", "nmod", "appos", "pcomp", "xcomp", "ccomp"})
 
 
+_CLAUSE_BREAKS = frozenset({",", ";", "but", "only", "except", "however", "though"})
+
+
 def build_negex(nlp: Any) -> Any:
     """A negspacy ``Negex`` over our candidate span group (not doc.ents)."""
     from negspacy.negation import Negex
@@ -115,14 +118,25 @@ def dependency_negated(span: Any) -> bool:
             return True
     token = span.root
     for _ in range(6):  # clause depth bound: dialogue sentences are shallow
+        if _negates(token):
+            return True
         if token.dep_ == "conj" or token.dep_ not in _UP_DEPS or token.head is token:
-            break
-        token = token.head
-        if any(child.dep_ == "neg" for child in token.children):
-            return True
-        if any(child.dep_ == "det" and child.lower_ == "no" for child in token.children):
-            return True
+            return False
+        head = token.head
+        # A clause break between the governing verb and the span ends its scope:
+        # "Don't call me during working hours, only after 6pm".
+        low, high = sorted((head.i, span.start))
+        if any(t.lower_ in _CLAUSE_BREAKS for t in span.doc[low + 1 : high]):
+            return False
+        token = head
     return False
+
+
+def _negates(token: Any) -> bool:
+    return any(
+        child.dep_ == "neg" or (child.dep_ == "det" and child.lower_ == "no")
+        for child in token.children
+    )
 
 
 def is_negated(span: Any) -> bool:

@@ -79,7 +79,9 @@ class Worker:
 
     def __init__(self, namespace: str, log_path: Path, *extra_args: str) -> None:
         """Start the worker; ``extra_args`` are more ``memstream worker`` options."""
+        self.namespace = namespace
         self.log_path = log_path
+        self.extra_args = extra_args
         env = {**os.environ, **_OFFLINE_ENV}
         command = [sys.executable, "-m", "jobs.cli_worker", "--namespace", namespace]
         with log_path.open("ab") as log:
@@ -95,6 +97,10 @@ class Worker:
         """SIGKILL: no shutdown code runs, as in a power cut."""
         self.process.kill()
         self.process.wait(timeout=30)
+
+    def restart(self) -> Worker:
+        """A new worker process with the same namespace, log file and options."""
+        return Worker(self.namespace, self.log_path, *self.extra_args)
 
     def stop(self, timeout_s: float = 60.0) -> int:
         """SIGTERM and wait: the graceful stop; returns the exit code."""

@@ -14,6 +14,7 @@ from jobs.train_transe import TRAINED_TRIPLES_FILE, default_model_dir
 from memstream.settings import Settings
 from pipelines.encode.transe import META_FILE, TripleEmbedder, fallback_vector
 from pipelines.encode.triples import SEED_TRIPLES, Triple, read_triples
+from pipelines.extract.vocabulary import canonical_phone
 
 
 @pytest.fixture(autouse=True)
@@ -64,6 +65,65 @@ def test_rejects_a_dimension_that_does_not_fit_the_combined_vector(tmp_path: Pat
     assert result.exit_code == 2  # usage error, before any training
     assert "--dim" in result.output
     assert not out.exists()
+
+
+def event_line(event_id: str, role: str, text: str, turn: int) -> str:
+    return json.dumps(
+        {
+            "event_id": event_id,
+            "tenant_id": "acme",
+            "user_id": "u1",
+            "session_id": "s1",
+            "turn_index": turn,
+            "role": role,
+            "text": text,
+            "ts": f"2026-03-02T09:0{turn}:00Z",
+            "lang": "en",
+        }
+    )
+
+
+def test_learns_user_and_crm_facts_from_streams_but_not_agent_statements(tmp_path: Path) -> None:
+    dialogue = tmp_path / "dialogue.jsonl"
+    lines = [
+        event_line("e0", "user", "I don't accept weekend installation.", 0),
+        event_line("e1", "agent", "Your phone number is 555-0199, right?", 1),
+        "not json",
+    ]
+    dialogue.write_text("\n".join(lines) + "\n")
+    crm = tmp_path / "crm.jsonl"
+    webhook = {
+        "event_id": "c1",
+        "tenant_id": "acme",
+        "user_id": "u1",
+        "source": "crm",
+        "entity": "contact",
+        "changes": {"phone": {"old": None, "new": "555-0142"}},
+        "ts": "2026-03-02T09:00:00Z",
+    }
+    crm.write_text(json.dumps(webhook) + "\n")
+    out = tmp_path / "model"
+    result = CliRunner().invoke(
+        app,
+        [
+            "transe",
+            "--dialogue",
+            str(dialogue),
+            "--crm",
+            str(crm),
+            "--epochs",
+            "3",
+            "--out",
+            str(out),
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    assert "dialogue.jsonl:3: skipped" in result.output
+
+    trained_on = set(read_triples(out / TRAINED_TRIPLES_FILE))
+    assert Triple("user", "not_installation_time", "weekend") in trained_on
+    assert Triple("user", "phone_number", canonical_phone("555-0142")) in trained_on
+    assert not any(t.tail == canonical_phone("555-0199") for t in trained_on)
 
 
 def test_default_model_dir_is_under_the_state_dir(tmp_path: Path) -> None:

@@ -1,0 +1,220 @@
+"""Recall latency through the SDK at 1k / 10k / 100k items for one user, beside a brute-force scan.
+
+For each size, in one run against the real services (items accumulate: the
+10k run holds the 1k items plus 9k more):
+
+- ``sdk recall``       — ``MemoryClient.in_process(...).recall(user, query, k)``: MiniLM
+  query embedding, Chroma HNSW (k x 5 candidates, marked retrieved), Neo4j and
+  Redis reads, hybrid ranking (BM25 + exact fields + time);
+- ``query embedding``  — the MiniLM share of the above, alone;
+- ``numpy brute force``— exact cosine of the same query vectors against every
+  item vector held in RAM (one matrix product + argpartition), the baseline;
+- ``hnsw recall@k``    — how many of the exact top-k Chroma's HNSW index returns.
+
+Items are fact versions of one user with seeded random unit vectors (384-d,
+MiniLM's width) written through the Chroma tier writer (UPSERT_FACT operations
+in chunks of 256): generating real MiniLM vectors for 100k items would take
+~4 minutes of the 2 cores and measures the encoder, not recall. Random
+vectors are the hard case for HNSW (no clusters), so recall@k is a lower bound.
+
+Run (services from ``memstream infra up``)::
+
+    python benchmarks/bench_recall.py [--sizes 1000 10000] [--with-100k] [--queries 50]
+
+100k items are optional (``--with-100k``): writing them takes several minutes
+on the 2-core machine. Chroma data goes to a temporary directory; Redis and
+Neo4j are read under a private namespace that holds nothing, so nothing is left.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import statistics
+import tempfile
+import time
+import uuid
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+
+import numpy as np
+import numpy.typing as npt
+
+from connectors.chroma_memory import ChromaMemory
+from connectors.neo4j_memory import Neo4jMemory
+from connectors.redis_memory import RedisMemory
+from jobs.memory_service import KafkaActionPublisher, MemoryService, MemoryStores
+from memstream.sdk import MemoryClient
+from pipelines.encode import Encoder
+from schemas import ids
+from schemas.lineage import SourceLineage
+from schemas.memory import Encoding, MemoryKind, MemoryRecord, Tier
+from schemas.ops import MemoryOperation, OpType
+
+NOW = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
+DIM = 384
+USER = "u1"
+CHUNK = 256  # connectors.protocols.DEFAULT_CHUNK_SIZE
+WARMUP = 5  # untimed queries per size: caches, index pages, lazy imports
+PREDICATES = ("likes", "owns", "ordered", "visited", "asked_about", "prefers")
+WORDS = (
+    "tea coffee sushi pizza jazz opera techno bicycle garden router fibre invoice "
+    "weekend monday berlin paris lisbon email phone delivery parcel refund hotel "
+    "flight vegan gluten pasta salad cinema museum football tennis yoga piano"
+).split()
+
+
+def unit_rows(rng: np.random.Generator, n: int) -> npt.NDArray[np.float32]:
+    rows = rng.standard_normal((n, DIM)).astype(np.float32)
+    return rows / np.linalg.norm(rows, axis=1, keepdims=True)
+
+
+def item_ops(
+    tenant: str, start: int, vectors: npt.NDArray[np.float32], rng: np.random.Generator
+) -> list[MemoryOperation]:
+    ops = []
+    for row, vector in enumerate(vectors):
+        i = start + row
+        predicate = PREDICATES[i % len(PREDICATES)]
+        obj = f"{rng.choice(WORDS)} {rng.choice(WORDS)} {i}"
+        event_id = f"bench-{i}"
+        chain = ids.chain_id(tenant, USER, "user", f"{predicate}-{i}")
+        at = NOW - timedelta(days=float(rng.uniform(1, 365)))
+        lineage = SourceLineage(topic="dialogue.events", partition=0, offset=i, event_id=event_id)
+        record = MemoryRecord(
+            fact_id=ids.fact_id(chain, event_id, obj, "affirmed"),
+            chain_id=chain,
+            tenant_id=tenant,
+            user_id=USER,
+            session_id="s1",
+            subject="user",
+            predicate=predicate,
+            object=obj,
+            kind=MemoryKind.PREFERENCE,
+            text=f"user {predicate.replace('_', ' ')} {obj}",
+            confidence=0.9,
+            valid_from=at,
+            recorded_at=at,
+            tiers=[Tier.EPISODIC],
+            lineage=lineage,
+            encoding=Encoding(combined=vector.tolist()),
+        )
+        ops.append(
+            MemoryOperation(
+                op_id=ids.op_id(event_id, 0, OpType.UPSERT_FACT.value),
+                op_type=OpType.UPSERT_FACT,
+                tenant_id=tenant,
+                user_id=USER,
+                tiers=[Tier.EPISODIC],
+                lineage=lineage,
+                at=at,
+                record=record,
+            )
+        )
+    return ops
+
+
+def percentiles(samples: list[float]) -> tuple[float, float]:
+    """p50 and p95 in milliseconds."""
+    cuts = statistics.quantiles(samples, n=20, method="inclusive")
+    return statistics.median(samples) * 1000, cuts[18] * 1000
+
+
+def timed(fn: Callable[[int], object], n: int) -> list[float]:
+    for i in range(WARMUP):
+        fn(i)
+    samples = []
+    for i in range(n):
+        started = time.perf_counter()
+        fn(i)
+        samples.append(time.perf_counter() - started)
+    return samples
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    # Defaults: the ports `memstream infra up` serves (memstream/settings.py).
+    parser.add_argument("--redis-url", default="redis://127.0.0.1:16379/0")
+    parser.add_argument("--neo4j-uri", default="bolt://127.0.0.1:17687")
+    parser.add_argument("--kafka", default="127.0.0.1:19092", help="unused by recall")
+    parser.add_argument("--sizes", type=int, nargs="+", default=[1_000, 10_000])
+    parser.add_argument("--with-100k", action="store_true", help="also run 100,000 items")
+    parser.add_argument("--queries", type=int, default=50)
+    parser.add_argument("-k", type=int, default=10)
+    parser.add_argument("--seed", type=int, default=7)
+    args = parser.parse_args()
+    sizes = sorted(set(args.sizes) | ({100_000} if args.with_100k else set()))
+
+    rng = np.random.default_rng(args.seed)
+    namespace = f"bench-recall-{uuid.uuid4().hex[:8]}"
+    tenant = "bench"
+
+    def clock() -> datetime:
+        return NOW
+
+    encoder = Encoder.load()
+    queries = [f"does the customer like {a} or {b}" for a, b in zip(WORDS, reversed(WORDS))]
+    query_vectors = np.asarray(encoder.embed_texts(queries), dtype=np.float32)
+    rows: list[tuple[int, str, float, float]] = []
+    hnsw: dict[int, float] = {}
+    with tempfile.TemporaryDirectory(prefix="bench-recall-") as path:
+        chroma = ChromaMemory.open(
+            path, namespace=namespace, clock=clock, chunk_size=CHUNK, latency_budget_s=math.inf
+        )
+        neo4j = Neo4jMemory.connect(args.neo4j_uri, namespace=namespace, clock=clock)
+        stores = MemoryStores(
+            redis=RedisMemory.from_url(args.redis_url, namespace=namespace, clock=clock),
+            chroma=chroma,
+            neo4j=neo4j,
+            embedder=encoder,
+            publisher=KafkaActionPublisher(args.kafka),
+        )
+        client = MemoryClient.in_process(MemoryService(stores=stores, clock=clock), tenant)
+        vectors = np.zeros((0, DIM), dtype=np.float32)
+        for size in sizes:
+            new = unit_rows(rng, size - len(vectors))
+            started = time.perf_counter()
+            chroma.write(item_ops(tenant, len(vectors), new, rng))
+            chroma.flush()
+            written = time.perf_counter() - started
+            print(f"wrote {len(new):,} items in {written:.1f} s ({len(new) / written:,.0f}/s)")
+            vectors = np.vstack([vectors, new])
+
+            def sdk(i: int) -> object:
+                return client.recall(USER, queries[i % len(queries)], k=args.k)
+
+            def embed(i: int) -> object:
+                return encoder.embed_texts([queries[i % len(queries)]])
+
+            def brute(i: int) -> object:
+                scores = vectors @ query_vectors[i % len(queries)]
+                top = np.argpartition(-scores, args.k)[: args.k]
+                return top[np.argsort(-scores[top])]
+
+            for name, fn in (("sdk recall", sdk), ("query embedding", embed)):
+                rows.append((size, name, *percentiles(timed(fn, args.queries))))
+            rows.append((size, "numpy brute force", *percentiles(timed(brute, args.queries))))
+
+            overlaps = []
+            for qv in query_vectors:
+                exact = set(np.argsort(-(vectors @ qv))[: args.k].tolist())
+                found = chroma.query(tenant, USER, embedding=qv.tolist(), k=args.k)
+                got = {h.lineage.offset for h in found if h.lineage}
+                overlaps.append(len(exact & got) / args.k)
+            hnsw[size] = statistics.mean(overlaps)
+        neo4j.close()
+
+    print(
+        f"\nrecall latency, k={args.k}, {args.queries} timed queries per row (+{WARMUP} warm-up)\n"
+    )
+    print(f"{'items':>8} {'method':<20} {'p50 ms':>8} {'p95 ms':>8} {'vs brute p50':>13}")
+    for size, name, p50, p95 in rows:
+        base = next(r[2] for r in rows if r[0] == size and r[1] == "numpy brute force")
+        print(f"{size:>8,} {name:<20} {p50:>8.2f} {p95:>8.2f} {p50 / base:>12.1f}x")
+    print()
+    for size, overlap in hnsw.items():
+        print(f"{size:>8,} hnsw recall@{args.k} vs exact: {overlap:.3f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,120 @@
+"""``memstream serve`` (the HTTP API under uvicorn) and ``memstream mcp`` (the MCP tools).
+
+Both build one :class:`~jobs.memory_service.MemoryService` from the settings
+(Redis, Chroma, Neo4j, MiniLM, a Kafka producer) and refuse to start without
+API keys: an API where every call is a 401 is a misconfiguration, not a server.
+The key → tenant map is a JSON object ``{"<key>": "<tenant>"}`` in ``--keys-file``
+(``jobs.api_keys``). ``memstream mcp`` serves the one tenant of the key in
+``--key-file``; over stdio it writes nothing but protocol messages to stdout.
+
+The service modules are imported inside the commands: they load chromadb and
+the encoders, which ``memstream --help`` should not wait for.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+from rich.console import Console
+
+from jobs.api_keys import ApiKeyError, ApiKeyring, ApiKeySettings, load_keyring
+from memstream.settings import get_settings
+
+if TYPE_CHECKING:
+    from jobs.memory_service import MemoryService
+
+EXIT_USAGE = 2
+# Loopback by default: exposing the API beyond the machine is a deliberate choice.
+DEFAULT_HOST = "127.0.0.1"
+# Outside memstream's service ports (infra: 16379, 17687, 18000, 19092-3) and
+# uvicorn's 8000, which a developer's other app often holds.
+DEFAULT_PORT = 18080
+DEFAULT_MCP_PORT = 18081  # the MCP HTTP transports, beside the API
+
+_err = Console(stderr=True, highlight=False, soft_wrap=True)
+
+KeysFile = Annotated[
+    Path | None,
+    typer.Option(
+        "--keys-file",
+        exists=True,
+        dir_okay=False,
+        help='JSON object of API key -> tenant, e.g. {"k-1f3c…": "acme"}.',
+    ),
+]
+
+
+class Transport(StrEnum):
+    """How an MCP client reaches the server."""
+
+    STDIO = "stdio"
+    SSE = "sse"
+    STREAMABLE_HTTP = "streamable-http"
+
+
+def _keyring(keys_file: Path | None) -> ApiKeyring:
+    try:
+        keyring = load_keyring(ApiKeySettings(keys_file=keys_file))
+    except ApiKeyError as exc:
+        _err.print(f"error: {exc}", markup=False)
+        raise typer.Exit(EXIT_USAGE) from None
+    if not len(keyring):
+        _err.print("error: no API keys configured: pass --keys-file")
+        raise typer.Exit(EXIT_USAGE)
+    return keyring
+
+
+def _service() -> MemoryService:
+    from jobs.memory_service import MemoryService
+
+    return MemoryService(get_settings())
+
+
+def serve(
+    keys_file: KeysFile = None,
+    host: Annotated[str, typer.Option(help="Interface to listen on.")] = DEFAULT_HOST,
+    port: Annotated[int, typer.Option(min=1, max=65535, help="TCP port.")] = DEFAULT_PORT,
+    log_level: Annotated[str, typer.Option(help="uvicorn log level.")] = "info",
+) -> None:
+    """Serve the HTTP API (OpenAPI at /openapi.json, docs at /docs) until Ctrl-C."""
+    import uvicorn
+
+    from jobs.api import create_app
+
+    keyring = _keyring(keys_file)
+    app = create_app(_service(), keyring)
+    _err.print(f"memstream API on http://{host}:{port}/docs ({len(keyring)} key(s))")
+    uvicorn.run(app, host=host, port=port, log_level=log_level)
+
+
+def mcp(
+    key_file: Annotated[
+        Path,
+        typer.Option(
+            "--key-file",
+            exists=True,
+            dir_okay=False,
+            help="File holding this server's API key: its tenant is the one the tools serve.",
+        ),
+    ],
+    keys_file: KeysFile = None,
+    transport: Annotated[Transport, typer.Option(help="MCP transport.")] = Transport.STDIO,
+    host: Annotated[str, typer.Option(help="Interface (HTTP transports).")] = DEFAULT_HOST,
+    port: Annotated[
+        int, typer.Option(min=1, max=65535, help="TCP port (HTTP transports).")
+    ] = DEFAULT_MCP_PORT,
+) -> None:
+    """Serve the MCP tools read, search, store, history and confirm for one tenant."""
+    from jobs.mcp_server import mcp_server_for_key
+
+    keyring = _keyring(keys_file)
+    api_key = key_file.read_text(encoding="utf-8").strip()
+    try:
+        server = mcp_server_for_key(_service(), keyring, api_key, host=host, port=port)
+    except ApiKeyError as exc:
+        _err.print(f"error: {exc}", markup=False)
+        raise typer.Exit(EXIT_USAGE) from None
+    server.run(transport.value)

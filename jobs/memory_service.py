@@ -1,0 +1,402 @@
+"""The service layer every query interface calls: SDK, HTTP API and MCP tools.
+
+Reads go to the stores, always scoped by the tenant and user the caller gives
+(the interfaces decide the tenant from an API key, never from a request body).
+Writes never touch a store: confirm, reject, store and forget publish a
+``UserAction`` to ``user.actions`` and return where it went, so the ingest
+pipeline stays the single writer of memory (DESIGN.md §1).
+
+Recall reads three tiers and hands plain candidates to ``pipelines.recall``:
+
+- episodic (Chroma): the CHROMA_POOL nearest versions, with Chroma's cosine;
+- semantic (Neo4j): every version that held at ``as_of``, scored by MiniLM on
+  its statement scaled by the combined vector's text weight (the encode
+  README: query-to-item cosine is ~W_TEXT x the text cosine), so both tiers
+  score on one scale;
+- working (Redis): the items pending confirmation, flagged ``pending``.
+
+History versions come from Chroma (live and archive) and Neo4j chains; Neo4j's
+reader has no "all versions of a user" query, so ``include_history`` recall
+finds old versions through the episodic tier.
+"""
+
+from __future__ import annotations
+
+import threading
+import uuid
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, Protocol
+
+import numpy as np
+from confluent_kafka import KafkaError, Message, Producer
+from pydantic import TypeAdapter
+
+from connectors.chroma_memory import ChromaMemory
+from connectors.kafka_io import PARTITIONER, DeliveryFailed
+from connectors.neo4j_memory import Neo4jMemory
+from connectors.protocols import SearchHit
+from connectors.redis_memory import RedisMemory
+from memstream.settings import Settings
+from pipelines.actions import action_facts
+from pipelines.context import render_context
+from pipelines.encode import Encoder
+from pipelines.encode.combine import W_TEXT
+from pipelines.recall import Candidate, RecallWeights, rank, render_statement, to_hit
+from schemas._base import Identifier
+from schemas.events import ActionType, UserAction
+from schemas.memory import MemoryKind, MemoryState, Polarity, Tier
+from schemas.query import (
+    ActionReceipt,
+    MemorySnapshot,
+    PendingMemory,
+    RecallFilters,
+    RecallHit,
+)
+from schemas.topics import USER_ACTIONS
+
+# Recall returns at most this many hits: a prompt holds a few dozen facts at most.
+MAX_K = 100
+# Chroma candidates per recall = POOL_FACTOR x k, at least POOL_MIN: keyword and
+# time may lift an item from below the vector top-k (hybrid search oversamples
+# the vector side); 5x is our choice, POOL_MIN keeps BM25's idf meaningful.
+POOL_FACTOR = 5
+POOL_MIN = 50
+# Statement vectors kept per process, cached by fact id and statement (a version
+# is immutable): 20k x 384 float32 ~ 30 MB.
+VECTOR_CACHE_SIZE = 20_000
+# A write call fails rather than hangs when the broker does not acknowledge.
+PUBLISH_TIMEOUT_S = 30.0
+# The metadata keys ChromaMemory.query filters on that RecallFilters also has.
+_CHROMA_TAGS = ("subject", "predicate", "kind", "polarity")
+_IDENTIFIER: TypeAdapter[str] = TypeAdapter(Identifier)
+
+
+class UnknownPendingError(LookupError):
+    """The pending id is not waiting for this tenant's user (unknown, resolved or lapsed)."""
+
+
+class QueryEmbedder(Protocol):
+    """Embeds query text into the vector store's space (``pipelines.encode.Encoder``)."""
+
+    def embed_texts(self, texts: Sequence[str]) -> list[list[float]]:
+        """One unit vector per text."""
+        ...
+
+
+class ActionPublisher(Protocol):
+    """Publishes an action event and says where the broker put it."""
+
+    def publish(self, action: UserAction) -> tuple[str, int, int]:
+        """Send ``action``, wait for its acknowledgement; (topic, partition, offset)."""
+        ...
+
+
+class KafkaActionPublisher:
+    """Idempotent keyed producer to ``user.actions`` that waits for each acknowledgement.
+
+    ``connectors.kafka_io.KeyedProducer`` reports counts, not positions; a receipt
+    needs the partition and offset, so this producer keeps the delivery report.
+    """
+
+    def __init__(self, bootstrap: str, topic: str = USER_ACTIONS) -> None:
+        """A producer on ``bootstrap`` (acks=all, idempotent, Java's partitioner)."""
+        self.topic = topic
+        self._producer = Producer(
+            {
+                "bootstrap.servers": bootstrap,
+                "client.id": "memstream-memory-service",
+                "enable.idempotence": True,
+                "acks": "all",
+                "partitioner": PARTITIONER,
+                "message.timeout.ms": int(PUBLISH_TIMEOUT_S * 1000),
+            }
+        )
+
+    def publish(self, action: UserAction) -> tuple[str, int, int]:
+        """Send ``action`` keyed by ``tenant:user``; raise DeliveryFailed if not acknowledged."""
+        report: dict[str, Any] = {}
+
+        def delivered(err: KafkaError | None, msg: Message) -> None:
+            report.update(err=err, msg=msg)
+
+        self._producer.produce(
+            self.topic,
+            value=action.model_dump_json().encode(),
+            key=action.key,
+            on_delivery=delivered,
+        )
+        self._producer.flush(PUBLISH_TIMEOUT_S + 5)
+        if report.get("err") is not None or "msg" not in report:
+            reason = report["err"].str() if report.get("err") else "no acknowledgement"
+            raise DeliveryFailed(f"{action.action_type.value} {action.event_id}: {reason}")
+        msg: Message = report["msg"]
+        return self.topic, int(msg.partition() or 0), int(msg.offset() or 0)
+
+
+@dataclass
+class MemoryStores:
+    """The readers, query embedder and action publisher a MemoryService uses."""
+
+    redis: RedisMemory
+    chroma: ChromaMemory
+    neo4j: Neo4jMemory
+    embedder: QueryEmbedder
+    publisher: ActionPublisher
+
+    @classmethod
+    def open(cls, settings: Settings) -> MemoryStores:
+        """Connect to the stores and broker named by ``settings``; load MiniLM."""
+        password = settings.neo4j.password.get_secret_value()
+        auth = (settings.neo4j.user, password) if password else None
+        return cls(
+            redis=RedisMemory.from_url(settings.redis.url),
+            chroma=ChromaMemory.open(settings.chroma_path),
+            neo4j=Neo4jMemory.connect(settings.neo4j.uri, auth),
+            embedder=Encoder.load(),
+            publisher=KafkaActionPublisher(settings.kafka.bootstrap),
+        )
+
+
+def _utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+def _check_ids(*values: str) -> None:
+    for value in values:
+        _IDENTIFIER.validate_python(value)  # ValidationError is a ValueError
+
+
+class MemoryService:
+    """Recall, snapshot, history and the memory actions of one deployment."""
+
+    def __init__(
+        self,
+        settings: Settings | None = None,
+        *,
+        stores: MemoryStores | None = None,
+        weights: RecallWeights | None = None,
+        clock: Callable[[], datetime] = _utcnow,
+    ) -> None:
+        """From ``settings`` (connects to everything), or from ready ``stores``."""
+        if stores is None:
+            if settings is None:
+                raise ValueError("pass settings or stores")
+            stores = MemoryStores.open(settings)
+        self.stores = stores
+        self.weights = weights or RecallWeights()
+        self.clock = clock
+        self._vectors: OrderedDict[str, np.ndarray[Any, np.dtype[np.float32]]] = OrderedDict()
+        self._lock = threading.Lock()  # the HTTP API calls from a thread pool
+
+    # -- reads ---------------------------------------------------------------
+    def recall(
+        self,
+        tenant_id: str,
+        user_id: str,
+        query: str,
+        k: int = 10,
+        as_of: datetime | None = None,
+        tiers: Sequence[Tier] | None = None,
+        filters: RecallFilters | None = None,
+        include_history: bool = False,
+    ) -> list[RecallHit]:
+        """The ``k`` facts best matching ``query`` that held at ``as_of`` (default now)."""
+        _check_ids(tenant_id, user_id)
+        if not 1 <= k <= MAX_K:
+            raise ValueError(f"k must be between 1 and {MAX_K}")
+        at = as_of or self.clock()
+        wanted = set(tiers) if tiers is not None else set(Tier)
+        query_vector = np.asarray(self.stores.embedder.embed_texts([query])[0], dtype=np.float32)
+        candidates: list[Candidate] = []
+        if Tier.EPISODIC in wanted:
+            found = self.stores.chroma.query(
+                tenant_id,
+                user_id,
+                embedding=query_vector.tolist(),
+                k=max(POOL_FACTOR * k, POOL_MIN),
+                at=None if include_history else at,
+                session_id=filters.session_id if filters else None,
+                tags=_chroma_tags(filters),
+            )
+            candidates += [Candidate(hit, hit.score or 0.0) for hit in found]
+        others: list[tuple[SearchHit, MemoryState]] = []
+        if Tier.SEMANTIC in wanted:
+            kinds = filters.kinds if filters else None
+            facts = self.stores.neo4j.facts_as_of(tenant_id, user_id, at, kinds)
+            others += [(hit, MemoryState.COMMITTED) for hit in facts]
+        if Tier.WORKING in wanted:
+            pending = self.stores.redis.pending(tenant_id, user_id, at)
+            others += [(hit, MemoryState.PENDING) for hit in pending]
+        similarity = self._similarity(query_vector, [hit for hit, _ in others])
+        candidates += [
+            Candidate(hit, score, state)
+            for (hit, state), score in zip(others, similarity, strict=True)
+        ]
+        return rank(
+            query,
+            candidates,
+            at=at,
+            k=k,
+            weights=self.weights,
+            filters=filters,
+            include_history=include_history,
+        )
+
+    def context(self, tenant_id: str, user_id: str, query: str, k: int = 10) -> str:
+        """The prompt-ready memory block for ``query`` (``pipelines.context``)."""
+        return render_context(query, self.recall(tenant_id, user_id, query, k))
+
+    def snapshot(self, tenant_id: str, user_id: str) -> MemorySnapshot:
+        """Current rules and facts (episodic and semantic), statuses and pending items."""
+        _check_ids(tenant_id, user_id)
+        at = self.clock()
+        current: dict[str, SearchHit] = {}
+        for hit in self.stores.chroma.get(tenant_id, user_id):
+            if hit.is_current(at):
+                current[hit.fact_id] = hit
+        for hit in self.stores.neo4j.facts_as_of(tenant_id, user_id, at):
+            current[hit.fact_id] = hit  # the consolidated copy wins
+        ordered = sorted(current.values(), key=lambda h: (h.subject, h.predicate, h.fact_id))
+        return MemorySnapshot(
+            tenant_id=tenant_id,
+            user_id=user_id,
+            at=at,
+            rules=[to_hit(h) for h in ordered if h.kind is MemoryKind.RULE],
+            facts=[to_hit(h) for h in ordered if h.kind is not MemoryKind.RULE],
+            status=self.stores.redis.statuses(tenant_id, user_id),
+            pending=[
+                PendingMemory(
+                    pending_id=hit.fact_id,
+                    hit=to_hit(hit, state=MemoryState.PENDING),
+                    reason=str(hit.extra.get("reason") or ""),
+                    expires_at=hit.extra.get("expires_at"),  # ISO 8601, validated here
+                )
+                for hit in self.stores.redis.pending(tenant_id, user_id, at)
+            ],
+        )
+
+    def history(
+        self, tenant_id: str, user_id: str, subject: str, predicate: str
+    ) -> list[RecallHit]:
+        """Every version of (subject, predicate), oldest first, each with its validity."""
+        _check_ids(tenant_id, user_id)
+        wanted = (subject.casefold(), predicate.casefold())
+        versions: dict[str, SearchHit] = {}
+        for archived in (False, True):
+            for hit in self.stores.chroma.get(tenant_id, user_id, archived=archived):
+                if (hit.subject.casefold(), hit.predicate.casefold()) == wanted:
+                    versions[hit.fact_id] = hit
+        for hit in self.stores.neo4j.chain(tenant_id, user_id, subject, predicate):
+            versions[hit.fact_id] = hit
+        ordered = sorted(versions.values(), key=lambda h: (h.valid_from, h.version, h.fact_id))
+        return [to_hit(h) for h in ordered]
+
+    # -- actions (events, never direct writes) --------------------------------
+    def confirm(self, tenant_id: str, user_id: str, pending_id: str) -> ActionReceipt:
+        """Publish a confirm_memory action for one of this user's pending items."""
+        return self._resolve(ActionType.CONFIRM_MEMORY, tenant_id, user_id, pending_id)
+
+    def reject(self, tenant_id: str, user_id: str, pending_id: str) -> ActionReceipt:
+        """Publish a reject_memory action for one of this user's pending items."""
+        return self._resolve(ActionType.REJECT_MEMORY, tenant_id, user_id, pending_id)
+
+    def store(
+        self,
+        tenant_id: str,
+        user_id: str,
+        predicate: str,
+        object: str,  # noqa: A002 - the triple's field name everywhere in memstream
+        subject: str = "user",
+        polarity: Polarity = Polarity.AFFIRMED,
+        kind: MemoryKind = MemoryKind.FACT,
+        text: str = "",
+        confidence: float | None = None,
+    ) -> ActionReceipt:
+        """Publish a store_memory action; the review decides (agent facts go pending)."""
+        properties: dict[str, Any] = {
+            "subject": subject,
+            "predicate": predicate,
+            "object": object,
+            "polarity": polarity.value,
+            "kind": kind.value,
+            "text": text,
+        }
+        if confidence is not None:
+            properties["confidence"] = confidence
+        action = self._action(ActionType.STORE_MEMORY, tenant_id, user_id, properties=properties)
+        action_facts(action)  # refuse what the pipeline would refuse, before publishing
+        return self._publish(action)
+
+    def forget(self, tenant_id: str, user_id: str) -> ActionReceipt:
+        """Publish a forget_user action: the pipeline erases the user from every tier."""
+        return self._publish(self._action(ActionType.FORGET_USER, tenant_id, user_id))
+
+    # -- helpers ---------------------------------------------------------------
+    def _resolve(
+        self, action_type: ActionType, tenant_id: str, user_id: str, pending_id: str
+    ) -> ActionReceipt:
+        _check_ids(tenant_id, user_id)
+        waiting = {hit.fact_id for hit in self.stores.redis.pending(tenant_id, user_id)}
+        if pending_id not in waiting:
+            raise UnknownPendingError(
+                f"no pending memory {pending_id!r} waits for user {user_id!r} of this tenant"
+            )
+        # One id per (action, item): a retried call publishes the same event.
+        event_id = f"{action_type.value}-{pending_id}"
+        action = self._action(action_type, tenant_id, user_id, target_id=pending_id)
+        return self._publish(action.model_copy(update={"event_id": event_id}))
+
+    def _action(
+        self, action_type: ActionType, tenant_id: str, user_id: str, **fields: Any
+    ) -> UserAction:
+        return UserAction(
+            event_id=f"{action_type.value}-{uuid.uuid4().hex}",
+            tenant_id=tenant_id,
+            user_id=user_id,
+            ts=self.clock(),
+            action_type=action_type,
+            **fields,
+        )
+
+    def _publish(self, action: UserAction) -> ActionReceipt:
+        topic, partition, offset = self.stores.publisher.publish(action)
+        return ActionReceipt(
+            action_type=action.action_type.value,
+            event_id=action.event_id,
+            tenant_id=action.tenant_id,
+            user_id=action.user_id,
+            topic=topic,
+            partition=partition,
+            offset=offset,
+            target_id=action.target_id,
+        )
+
+    def _similarity(self, query: np.ndarray[Any, Any], hits: Sequence[SearchHit]) -> list[float]:
+        """W_TEXT x cosine of the query and each hit's statement (vectors cached by id)."""
+        with self._lock:
+            keys = [f"{h.fact_id}\x1f{render_statement(h)}" for h in hits]
+            missing = list(dict.fromkeys(key for key in keys if key not in self._vectors))
+            if missing:
+                texts = [key.split("\x1f", 1)[1] for key in missing]
+                for key, vec in zip(missing, self.stores.embedder.embed_texts(texts), strict=True):
+                    self._vectors[key] = np.asarray(vec, dtype=np.float32)
+            scores = []
+            for key in keys:
+                self._vectors.move_to_end(key)
+                scores.append(W_TEXT * float(query @ self._vectors[key]))
+            while len(self._vectors) > VECTOR_CACHE_SIZE:
+                self._vectors.popitem(last=False)
+        return scores
+
+
+def _chroma_tags(filters: RecallFilters | None) -> dict[str, str] | None:
+    """The filter conditions Chroma can apply itself (ranking re-checks them all)."""
+    if filters is None:
+        return None
+    tags: dict[str, str] = {k: v for k, v in filters.tags.items() if k in _CHROMA_TAGS}
+    if filters.kinds is not None and len(filters.kinds) == 1:
+        tags["kind"] = filters.kinds[0].value
+    return tags or None

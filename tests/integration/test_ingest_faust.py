@@ -1,0 +1,268 @@
+"""The Faust ingest worker against the real broker: outputs, bad input, SIGKILL mid-stream.
+
+The worker runs as a subprocess on private topics. The sample stream plus bad
+messages on every input topic are published one topic after another, each
+once the worker has committed the previous one: a user's events on different
+topics then reach the stages in the same order in every run, so runs can be
+compared op for op. The reference is the pure ``IngestPipeline`` run in this
+process over the very records the worker consumed.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import time
+import uuid
+from collections import Counter, defaultdict
+from collections.abc import Generator, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+from ingest_helpers import (
+    CATCH_UP_TIMEOUT_S,
+    Message,
+    Outputs,
+    Worker,
+    committed,
+    create_topics,
+    delete_topics,
+    parse_op,
+    publish,
+    read_outputs,
+    sample_messages,
+    wait_caught_up,
+)
+
+from connectors.kafka_io import Record, end_offsets, read_topic
+from jobs.stages import load_pipeline
+from memstream.settings import Settings
+from pipelines.ingest import SourceRecord
+from pipelines.review import UserMemoryState
+from schemas.deadletter import DeadLetterReason
+from schemas.ops import OpType
+from schemas.topics import CRM_WEBHOOKS, DIALOGUE_EVENTS, MEMORY_OPS, USER_ACTIONS
+
+PHASES = (DIALOGUE_EVENTS, USER_ACTIONS, CRM_WEBHOOKS)
+BAD_KEY = "acme:mallory"
+# SIGKILLs per phase of the crash run. Each restart reloads the NLP models
+# (~10-20 s on 2 shared cores), so three kills keep the test near 3 minutes;
+# the dialogue topic gets two because its batches are the slow, NLP-bound ones.
+KILLS = {DIALOGUE_EVENTS: 2, USER_ACTIONS: 1, CRM_WEBHOOKS: 0}
+# Small batches in the crash run: more batch boundaries to die between, and a
+# batch composition different from the fault-free run's (64).
+CRASH_BATCH_SIZE = "8"
+
+
+def _bad_messages(topic: str) -> list[tuple[Message, DeadLetterReason, str]]:
+    """(message, reason, stage) of the bad input published to ``topic``."""
+    marker = topic.encode()
+    bad: list[tuple[Message, DeadLetterReason, str]] = [
+        ((BAD_KEY, b"\xff\xfe not utf-8 " + marker), DeadLetterReason.NOT_UTF8, "validate"),
+        ((BAD_KEY, b'{"unterminated": "' + marker), DeadLetterReason.MALFORMED_JSON, "validate"),
+        (
+            (BAD_KEY, json.dumps({"event_id": f"bad-{topic}", "tenant_id": "acme"}).encode()),
+            DeadLetterReason.SCHEMA_VIOLATION,
+            "validate",
+        ),
+    ]
+    base = {"schema_version": 1, "tenant_id": "acme", "user_id": "mallory"}
+    base |= {"ts": "2026-03-02T09:00:00Z", "event_id": f"stage-error-{topic}"}
+    if topic == USER_ACTIONS:
+        # Valid as an event; the extract stage needs properties.predicate/object.
+        event = base | {"action_type": "store_memory", "properties": {"note": "no triple"}}
+        bad.append(((BAD_KEY, json.dumps(event).encode()), DeadLetterReason.PROCESSING_ERROR, ""))
+    if topic == CRM_WEBHOOKS:
+        # Valid as an event; a fact's object is capped at 1024 characters.
+        change = {"notes": {"old": None, "new": "x" * 2000}}
+        event = base | {"source": "salesforce", "entity": "contact", "changes": change}
+        bad.append(((BAD_KEY, json.dumps(event).encode()), DeadLetterReason.PROCESSING_ERROR, ""))
+    return bad
+
+
+def _messages(topic: str) -> list[Message]:
+    """The topic's sample events with its bad messages spread through them."""
+    messages = sample_messages(topic)
+    bad = [message for message, _, _ in _bad_messages(topic)]
+    step = max(1, len(messages) // (len(bad) + 1))
+    for i, message in enumerate(bad, start=1):
+        messages.insert(i * step + i - 1, message)
+    return messages
+
+
+@dataclass
+class Run:
+    """One worker run over the whole input, phase by phase."""
+
+    namespace: str
+    outputs: Outputs
+    inputs: dict[str, list[Record]]
+    alive_after_input: bool
+    exit_code: int | None
+    committed_at_kills: list[dict[tuple[str, int], int]] = field(default_factory=list)
+    final_committed: dict[tuple[str, int], int] = field(default_factory=dict)
+
+
+def _run(
+    bootstrap: str, partitions: int, log_dir: Path, kills: dict[str, int], *args: str
+) -> Generator[Run]:
+    namespace = f"test.ingest.{uuid.uuid4().hex[:10]}."
+    create_topics(bootstrap, namespace, partitions)
+    log_path = log_dir / f"{namespace}worker.log"
+    worker = Worker(namespace, log_path, *args)
+    rng = random.Random(namespace)  # noqa: S311 - kill timing, not security
+    run = Run(namespace, Outputs([], [], []), {}, alive_after_input=False, exit_code=None)
+    try:
+        for topic in PHASES:
+            source = namespace + topic
+            publish(bootstrap, source, _messages(topic))
+            for _ in range(kills[topic]):
+                worker = _kill_mid_stream(bootstrap, namespace, source, worker, rng, run)
+            run.final_committed |= wait_caught_up(bootstrap, namespace, [source], worker)
+        run.alive_after_input = worker.alive()
+        run.outputs = read_outputs(bootstrap, namespace)
+        run.inputs = {t: read_topic(bootstrap, namespace + t) for t in PHASES}
+        run.exit_code = worker.stop()
+        yield run
+    finally:
+        if worker.alive():
+            worker.kill()
+        delete_topics(bootstrap, namespace)
+
+
+def _kill_mid_stream(
+    bootstrap: str, namespace: str, source: str, worker: Worker, rng: random.Random, run: Run
+) -> Worker:
+    """SIGKILL once the worker has produced something new, then start a fresh one."""
+    ops_before = sum(end_offsets(bootstrap, namespace + MEMORY_OPS).values())
+    ends = end_offsets(bootstrap, source)
+    deadline = time.monotonic() + CATCH_UP_TIMEOUT_S
+    while sum(end_offsets(bootstrap, namespace + MEMORY_OPS).values()) == ops_before:
+        assert worker.alive(), worker.log_tail()
+        assert time.monotonic() < deadline, f"no output from the worker:\n{worker.log_tail()}"
+        time.sleep(0.1)
+    # A random point inside the stream: between two batches or inside one
+    # (after some outputs, before the states or the offset commit).
+    time.sleep(rng.uniform(0.0, 0.5))
+    worker.kill()
+    positions = committed(bootstrap, namespace, [source])
+    assert any(positions[(source, p)] < end for p, end in ends.items()), "killed after the end"
+    run.committed_at_kills.append(positions)
+    return worker.restart()
+
+
+@pytest.fixture(scope="module")
+def partitions(settings: Settings) -> int:
+    return settings.kafka.partitions
+
+
+@pytest.fixture(scope="module")
+def fault_free(
+    kafka_bootstrap: str, partitions: int, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Run]:
+    """The worker over the whole input with no faults (default batch size)."""
+    log_dir = tmp_path_factory.mktemp("fault-free")
+    yield from _run(kafka_bootstrap, partitions, log_dir, dict.fromkeys(PHASES, 0))
+
+
+@pytest.fixture(scope="module")
+def reference(settings: Settings, fault_free: Run) -> dict[str, str]:
+    """op_id → op JSON from the pure pipeline over the records the worker consumed."""
+    pipeline = load_pipeline(settings)
+    states: dict[str, UserMemoryState] = {}
+
+    def state_for(key: str) -> UserMemoryState:
+        return states.setdefault(key, pipeline.reviewer.new_state())
+
+    ops: dict[str, str] = {}
+    for topic in PHASES:
+        records = sorted(fault_free.inputs[topic], key=lambda r: (r.partition, r.offset))
+        source = [
+            SourceRecord(topic, r.partition, r.offset, r.key.encode() if r.key else None, r.value)
+            for r in records
+        ]
+        for result in pipeline.process(source, state_for):
+            ops |= {op.op_id: op.model_dump_json() for op in result.ops}
+    return ops
+
+
+def test_worker_emits_exactly_the_pipelines_ops(fault_free: Run, reference: dict[str, str]) -> None:
+    counts = Counter(parse_op(r).op_id for r in fault_free.outputs.ops)
+    assert reference, "the sample stream must yield operations"
+    assert set(counts) == set(reference)
+    assert max(counts.values()) == 1  # no faults, no duplicates
+    for record in fault_free.outputs.ops:
+        op = parse_op(record)
+        assert op.model_dump_json() == reference[op.op_id]
+
+
+def test_ops_land_on_their_users_input_partition(fault_free: Run) -> None:
+    # Faust (aiokafka) and the test's producer (librdkafka) both use murmur2.
+    input_partition = {
+        r.key: r.partition for records in fault_free.inputs.values() for r in records
+    }
+    assert fault_free.outputs.ops
+    for record in fault_free.outputs.ops:
+        assert record.partition == input_partition[record.key]
+
+
+def test_pending_topic_carries_every_pending_op(fault_free: Run) -> None:
+    pending_types = {OpType.ADD_PENDING, OpType.RESOLVE_PENDING}
+    ops = fault_free.outputs.ops
+    expected = Counter(r.value for r in ops if parse_op(r).op_type in pending_types)
+    assert expected, "the sample stream must queue pending items"
+    assert Counter(r.value for r in fault_free.outputs.pending) == expected
+
+
+def test_bad_input_is_dead_lettered_and_the_worker_keeps_running(fault_free: Run) -> None:
+    expected = {
+        (topic, message[1]): (reason, stage)
+        for topic in PHASES
+        for message, reason, stage in _bad_messages(topic)
+    }
+    letters = {(d.topic, d.original()): d for d in fault_free.outputs.dead_letters}
+    assert len(fault_free.outputs.dead_letters) == len(expected)
+    assert set(letters) == set(expected)
+    for where, (reason, stage) in expected.items():
+        letter = letters[where]
+        assert letter.reason is reason, letter.detail
+        assert letter.detail
+        assert letter.offset is not None
+        if stage:
+            assert letter.stage == stage
+        else:  # a stage error names the stage that raised
+            assert letter.stage == "extract", letter.detail
+    assert fault_free.alive_after_input
+    assert fault_free.exit_code == 0  # SIGTERM: a clean stop
+
+
+def test_sigkill_mid_stream_loses_nothing_and_resumes(
+    kafka_bootstrap: str, partitions: int, fault_free: Run, tmp_path: Path
+) -> None:
+    runs = _run(kafka_bootstrap, partitions, tmp_path, KILLS, "--batch-size", CRASH_BATCH_SIZE)
+    crashed = next(runs)
+    try:
+        assert len(crashed.committed_at_kills) == sum(KILLS.values())
+        assert crashed.outputs.op_ids() == fault_free.outputs.op_ids()
+        # Re-decided ops are duplicates only if byte-identical.
+        by_id: dict[str, set[bytes]] = defaultdict(set)
+        for record in crashed.outputs.ops:
+            by_id[parse_op(record).op_id].add(record.value)
+        assert all(len(values) == 1 for values in by_id.values())
+        # Offsets resume: never behind what was committed before a kill, and at the end.
+        for positions in crashed.committed_at_kills:
+            for position, offset in positions.items():
+                assert crashed.final_committed[position] >= offset
+        ends = {
+            (crashed.namespace + t, p): e
+            for t in PHASES
+            for p, e in end_offsets(kafka_bootstrap, crashed.namespace + t).items()
+        }
+        assert crashed.final_committed == ends
+        dead = {(d.topic, d.partition, d.offset) for d in crashed.outputs.dead_letters}
+        expected = {(d.topic, d.partition, d.offset) for d in fault_free.outputs.dead_letters}
+        assert dead == expected
+        assert crashed.alive_after_input
+    finally:
+        runs.close()

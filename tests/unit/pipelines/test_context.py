@@ -1,0 +1,98 @@
+"""The prompt-ready context block: groups by relevance, sources, negations."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from pipelines.context import EMPTY, group, render_context, source_of
+from schemas.lineage import SourceLineage
+from schemas.memory import MemoryKind, MemoryState, Polarity, Tier
+from schemas.query import RecallHit, ScoreBreakdown
+
+T0 = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
+T1 = datetime(2026, 1, 15, 9, 0, tzinfo=UTC)
+
+
+def hit(
+    fact_id: str,
+    statement: str,
+    total: float,
+    *,
+    offset: int = 3,
+    turn_id: str | None = None,
+    state: MemoryState = MemoryState.COMMITTED,
+    valid_until: datetime | None = None,
+    polarity: Polarity = Polarity.AFFIRMED,
+) -> RecallHit:
+    return RecallHit(
+        fact_id=fact_id,
+        chain_id="c",
+        statement=statement,
+        subject="user",
+        predicate="p",
+        object="o",
+        polarity=polarity,
+        kind=MemoryKind.FACT,
+        state=state,
+        tier=Tier.EPISODIC,
+        score=ScoreBreakdown(vector=total, keyword=total, time=total, total=total),
+        version=1,
+        valid_from=T0,
+        valid_until=valid_until,
+        lineage=SourceLineage(
+            topic="dialogue.events",
+            partition=2,
+            offset=offset,
+            event_id=f"e-{fact_id}",
+            turn_id=turn_id,
+        ),
+    )
+
+
+def test_groups_are_relative_to_the_best_hit() -> None:
+    hits = [hit("a", "A", 0.5), hit("b", "B", 0.41), hit("c", "C", 0.3), hit("d", "D", 0.1)]
+    groups = group(hits)
+    assert [h.fact_id for h in groups["Key"]] == ["a", "b"]  # >= 0.8 x 0.5
+    assert [h.fact_id for h in groups["Background"]] == ["c"]  # >= 0.5 x 0.5
+    assert [h.fact_id for h in groups["Reference"]] == ["d"]
+
+
+def test_block_lists_groups_in_order_each_line_with_its_source() -> None:
+    hits = [
+        hit(
+            "neg",
+            "user does not accept weekend installation",
+            0.6,
+            turn_id="t-9",
+            polarity=Polarity.NEGATED,
+        ),
+        hit("old", "user phone number 555-0100", 0.1, offset=8, valid_until=T1),
+    ]
+    block = render_context("  weekend   install ", hits)
+    lines = block.splitlines()
+    assert lines[0] == 'Memory about this user relevant to "weekend install":'
+    assert lines[1] == "Key:"
+    assert lines[2] == (
+        "- user does not accept weekend installation (since 2026-01-05) "
+        "[episodic: dialogue.events/2/3 event e-neg turn t-9]"
+    )
+    assert lines[3] == "Reference:"
+    assert lines[4] == (
+        "- user phone number 555-0100 (valid 2026-01-05 to 2026-01-15) "
+        "[episodic: dialogue.events/2/8 event e-old]"
+    )
+    assert "Background:" not in block  # empty groups are left out
+    assert "accepts weekend" not in block
+
+
+def test_pending_items_are_marked_unconfirmed() -> None:
+    block = render_context("tea", [hit("p", "user likes tea", 0.4, state=MemoryState.PENDING)])
+    assert "- user likes tea (unconfirmed; since 2026-01-05)" in block
+
+
+def test_no_hits_say_so() -> None:
+    assert render_context("anything", []).endswith(EMPTY)
+
+
+def test_source_names_topic_partition_offset_and_event() -> None:
+    assert source_of(hit("x", "X", 0.2)) == "dialogue.events/2/3 event e-x"
