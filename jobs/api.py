@@ -324,8 +324,8 @@ def _add_routes(app: FastAPI) -> None:
         return svc.forget(tenant, user_id)
 
 
-def create_app(service: MemoryQueries, keys: ApiKeyring) -> FastAPI:
-    """The API over ``service``, every call scoped to the tenant of its key in ``keys``."""
+def _app() -> FastAPI:
+    """The app's routes, error handlers and middleware, not yet bound to a service."""
     app = FastAPI(
         title="memstream",
         summary="Long-term memory for AI agents: recall, snapshot, history and memory actions.",
@@ -334,8 +334,6 @@ def create_app(service: MemoryQueries, keys: ApiKeyring) -> FastAPI:
         docs_url="/docs",
         redoc_url=None,
     )
-    app.state.service = service
-    app.state.keyring = keys
     app.add_middleware(BodyLimit)
 
     @app.exception_handler(UnknownPendingError)
@@ -349,3 +347,16 @@ def create_app(service: MemoryQueries, keys: ApiKeyring) -> FastAPI:
 
     _add_routes(app)
     return app
+
+
+def create_app(service: MemoryQueries, keys: ApiKeyring) -> FastAPI:
+    """The API over ``service``, every call scoped to the tenant of its key in ``keys``."""
+    app = _app()
+    app.state.service = service
+    app.state.keyring = keys
+    return app
+
+
+def openapi_document() -> dict[str, Any]:
+    """The API's OpenAPI document, built without a service or stores (for export, clients)."""
+    return _app().openapi()

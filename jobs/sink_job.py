@@ -245,30 +245,29 @@ def open_lanes(config: SinkConfig, clock: Clock = time.monotonic) -> list[StoreL
     client = redis.Redis.from_url(config.redis_url, decode_responses=True)
     budget = config.backpressure.latency_budget_s
     ns = config.store_namespace
-    chroma_client = (
-        chromadb.HttpClient(host=config.chroma_server[0], port=config.chroma_server[1])
-        if config.chroma_server
-        else None
-    )
     chroma = (
-        ChromaMemory(chroma_client, namespace=ns, latency_budget_s=budget)
-        if chroma_client is not None
+        ChromaMemory(
+            chromadb.HttpClient(host=config.chroma_server[0], port=config.chroma_server[1]),
+            namespace=ns,
+            latency_budget_s=budget,
+        )
+        if config.chroma_server
         else ChromaMemory.open(config.chroma_path, namespace=ns, latency_budget_s=budget)
     )
     neo4j = Neo4jMemory.connect(
         config.neo4j_uri, config.neo4j_auth, namespace=ns, latency_budget_s=budget
     )
-    sinks: list[BatchingSink] = [
-        RedisMemory(client, namespace=ns, latency_budget_s=budget),
-        chroma,
-        neo4j,
-    ]
-    for sink in sinks:
+    working = RedisMemory(client, namespace=ns, latency_budget_s=budget)
+    for sink in (working, chroma, neo4j):
         sink.setup()
-    working = StoreLane(sinks[0].store_name, sinks[0], clock=clock)
-    return [working] + [
-        StoreLane.spooled(s, client, store_namespace=ns, config=config.backpressure, clock=clock)
-        for s in sinks[1:]
+    return [
+        StoreLane(working.store_name, working, clock=clock),
+        *(
+            StoreLane.spooled(
+                s, client, store_namespace=ns, config=config.backpressure, clock=clock
+            )
+            for s in (chroma, neo4j)
+        ),
     ]
 
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pipelines.extract import vocabulary as vocab
+from pipelines.extract.spans import number_core, place_core, time_parts
 
 # Verbs whose direct object is something the speaker likes (or, negated, does not).
 LIKE_VERBS = frozenset({"like", "love", "enjoy", "prefer", "adore", "eat", "drink", "fancy"})
@@ -23,9 +24,10 @@ NEGATED_ONLY_VERBS = frozenset({"want", "need", "read", "watch", "use"})
 # Adjective/noun heads with a preposition: "fan of X", "interested in X", "allergic to X".
 PREP_HEADS = {("fan", "of"): "likes", ("interested", "in"): "likes", ("allergic", "to"): "allergy"}
 PLAN_NOUNS = frozenset({"plan", "tariff", "contract", "subscription"})
-PLAN_VERBS = frozenset({"switch", "upgrade", "downgrade", "change"})
+PLAN_VERBS = frozenset({"switch", "upgrade", "downgrade"})
 # Object tokens that are not a thing one likes.
-DROP_OBJECT_DEPS = frozenset({"det", "poss", "nummod", "predet", "punct", "case"})
+DROP_OBJECT_DEPS = frozenset({"det", "poss", "predet", "case"})
+CLAUSE_BREAKS = frozenset({",", ";", "but", ":"})
 PAST_TIME_MARKERS = frozenset({"since", "ago", "last", "yesterday", "earlier"})
 VAGUE_TIMES = frozenset({"week", "month", "year", "today", "now", "time", "day"})
 ORDER_STATUS = (
@@ -52,28 +54,28 @@ def _lemmas(tokens: Any) -> set[str]:
     return {t.lemma_.lower() for t in tokens} | {t.lower_ for t in tokens}
 
 
-def time_predicate(sent: Any, is_agent: bool, committed: bool) -> tuple[str, bool]:
-    """The predicate a TIME in ``sent`` belongs to, and whether a cue named it."""
-    lemmas = _lemmas(sent)
-    for predicate, cues in vocab.TIME_TOPICS:
-        if lemmas & cues:
-            if predicate == "contact_time" and is_agent and committed:
-                return "callback_time", True
-            return predicate, True
-    if is_agent and committed and lemmas & {"remind", "confirm"}:
-        return "callback_time", True
+def clause_of(span: Any) -> Any:
+    """The tokens between the clause breaks (",", ";", "but") around ``span``."""
+    sent, start, end = span.sent, span.start, span.end
+    while start > sent.start and span.doc[start - 1].lower_ not in CLAUSE_BREAKS:
+        start -= 1
+    while end < sent.end and span.doc[end].lower_ not in CLAUSE_BREAKS:
+        end += 1
+    return span.doc[start:end]
+
+
+def time_predicate(span: Any, is_agent: bool, committed: bool) -> tuple[str, bool]:
+    """The predicate a TIME belongs to (cues in its clause, then its sentence)."""
+    for scope in (clause_of(span), span.sent):
+        lemmas = _lemmas(scope)
+        for predicate, cues in vocab.TIME_TOPICS:
+            if lemmas & cues:
+                if predicate == "contact_time" and is_agent and committed:
+                    return "callback_time", True
+                return predicate, True
+        if is_agent and committed and lemmas & {"remind", "confirm"}:
+            return "callback_time", True
     return vocab.DEFAULT_TIME_PREDICATE, False
-
-
-def _split_time(span: Any) -> list[Any]:
-    """'Monday at 10am' is two times: split at 'at' / 'and'."""
-    cuts = [t.i for t in span if t.lower_ in {"at", "and", "or"} and t.i > span.start]
-    parts, start = [], span.start
-    for cut in cuts:
-        parts.append(span.doc[start:cut])
-        start = cut + 1
-    parts.append(span.doc[start : span.end])
-    return [part for part in parts if len(part)]
 
 
 def ner_candidates(sent: Any, spans: list[Any], is_agent: bool) -> Iterator[Candidate]:
@@ -82,8 +84,8 @@ def ner_candidates(sent: Any, spans: list[Any], is_agent: bool) -> Iterator[Cand
     committed = any(span.label_ == "COMMITMENT" for span in spans)
     for span in spans:
         if span.label_ == "TIME":
-            predicate, explicit = time_predicate(sent, is_agent, committed)
-            for part in _split_time(span):
+            predicate, explicit = time_predicate(span, is_agent, committed)
+            for part in time_parts(span):
                 before = span.doc[part.start - 1].lower_ if part.start > sent.start else ""
                 value = vocab.canonical_time(part.text)
                 words = set(value.split())
@@ -92,24 +94,30 @@ def ner_candidates(sent: Any, spans: list[Any], is_agent: bool) -> Iterator[Cand
                 if value and not words <= VAGUE_TIMES:
                     yield Candidate(predicate, value, part, "TIME", explicit)
         elif span.label_ == "PLACE":
-            value = vocab.canonical_place(span.text)
-            if (
-                value[:1].isdigit()
-                or lemmas & vocab.ADDRESS_CUES - {"move"}
-                and not (lemmas & vocab.TRAVEL_CUES)
-            ):
-                yield Candidate("address", value, span, "PLACE")
+            place = place_core(span)
+            if place is None:
+                continue
+            value = vocab.canonical_place(place.text)
+            # A street address is an address whatever the verb; a town is where the
+            # user travels or lives, by the cue words around it.
+            if value[:1].isdigit():
+                yield Candidate("address", value, place, "PLACE")
             elif lemmas & vocab.TRAVEL_CUES:
-                yield Candidate("travel", value, span, "PLACE")
-            elif "move" in lemmas:
-                yield Candidate("address", value, span, "PLACE")
+                yield Candidate("travel", value, place, "PLACE")
+            elif lemmas & vocab.ADDRESS_CUES:
+                yield Candidate("address", value, place, "PLACE")
         elif span.label_ == "NUMBER":
+            number = number_core(span)
             if lemmas & vocab.CODE_CUES:
-                yield Candidate("door_code", vocab.canonical_code(span.text), span, "NUMBER")
+                yield Candidate("door_code", vocab.canonical_code(number.text), number, "NUMBER")
             elif lemmas & vocab.METER_CUES:
-                yield Candidate("meter_reading", vocab.canonical_code(span.text), span, "NUMBER")
-            elif vocab.is_phone_like(span.text) and lemmas & vocab.PHONE_CUES:
-                yield Candidate("phone_number", vocab.canonical_phone(span.text), span, "NUMBER")
+                yield Candidate(
+                    "meter_reading", vocab.canonical_code(number.text), number, "NUMBER"
+                )
+            elif vocab.is_phone_like(number.text) and lemmas & vocab.PHONE_CUES:
+                yield Candidate(
+                    "phone_number", vocab.canonical_phone(number.text), number, "NUMBER"
+                )
 
 
 def _regex_spans(sent: Any, pattern: re.Pattern[str] | str) -> Iterator[tuple[Any, str]]:
@@ -150,8 +158,8 @@ def object_phrase(token: Any) -> tuple[Any, str] | None:
     if not words:
         return None
     span = token.doc[words[0].i : token.i + 1]
-    value = " ".join([t.lower_ for t in words[:-1]] + [token.lemma_.lower()])
-    return span, value.replace(" - ", "-")
+    modifiers = token.doc[words[0].i : token.i].text.lower()  # keeps "two-year" whole
+    return span, f"{modifiers} {token.lemma_.lower()}".strip()
 
 
 def _objects(head: Any) -> Iterator[Any]:
@@ -173,7 +181,8 @@ def dependency_candidates(sent: Any) -> Iterator[Candidate]:
         if token.pos_ in {"VERB", "AUX"} and _speaker_is_self(token):
             negated_verb = any(c.dep_ == "neg" for c in token.children)
             if lemma in LIKE_VERBS | DISLIKE_VERBS or (lemma == "stand" and negated_verb):
-                reverse = lemma in DISLIKE_VERBS or lemma == "stand"
+                # "can't stand X": its own "n't" already negates; only hate-verbs flip.
+                reverse = lemma in DISLIKE_VERBS
             elif lemma in NEGATED_ONLY_VERBS and negated_verb:
                 reverse = False
             elif lemma in PLAN_VERBS:

@@ -14,6 +14,7 @@ from pipelines.extract.candidates import (
     ner_candidates,
 )
 from pipelines.extract.polarity import SPAN_KEY, build_negex, is_hedged, is_negated
+from pipelines.extract.spans import gazetteer_times
 from pipelines.ner.tagger import MODEL_PATH, NerTagger
 from pipelines.parse.model import Intent, ParsedTurn
 from pipelines.parse.parser import DialogueParser
@@ -83,6 +84,7 @@ class FactExtractor:
             ]
             for span, s in zip(ner, spans, strict=False):
                 span.label_ = s.label
+            ner += gazetteer_times(sent, ner)
             found = list(ner_candidates(sent, ner, pairs[i][0].role is Role.AGENT))
             found += lexicon_candidates(sent, pairs[i][0].role is Role.AGENT)
             found += dependency_candidates(sent)

@@ -80,6 +80,7 @@ _UP_DEPS = frozenset(
 _UP_DEPS |= frozenset({"advmod", "acomp", "oprd", "nmod", "appos", "pcomp", "xcomp", "ccomp"})
 
 
+_NEGATORS = frozenset({"no", "not", "never"})
 _CLAUSE_BREAKS = frozenset({",", ";", "but", "only", "except", "however", "though"})
 
 
@@ -107,19 +108,20 @@ def is_hedged(text: str) -> bool:
 def dependency_negated(span: Any) -> bool:
     """A ``neg`` child on the governing verb, or a "no"/"not" right on the span."""
     sent_start = span.sent.start
-    # "no calls before 9", "not Friday", "no onions": a negator just before the span.
+    # "no calls before 9", "not Friday", "not by cash": a negator just before the span.
     before = [t for t in span.doc[max(sent_start, span.start - 2) : span.start]]
-    if before and before[-1].lower_ in {"no", "not", "never"}:
+    if before and before[-1].lower_ in _NEGATORS:
         return True
-    if len(before) == 2 and before[0].lower_ in {"no", "not", "never"} and before[1].pos_ == "ADP":
+    if len(before) == 2 and before[0].lower_ in _NEGATORS and before[1].pos_ == "ADP":
         return True
-    for token in span:
-        if token.dep_ in {"neg", "det"} and token.lower_ in {"no", "not", "never"}:
-            return True
+    if any(t.lower_ in _NEGATORS and _negator(t) for t in span):
+        return True
+    # On the span's own head word only a negator in front counts: in "credit card,
+    # not PayPal" the "not" hangs off "card" but negates PayPal.
+    if any(_negator(c) and c.i < span.start for c in span.root.children):
+        return True
     token = span.root
     for _ in range(6):  # clause depth bound: dialogue sentences are shallow
-        if _negates(token):
-            return True
         if token.dep_ == "conj" or token.dep_ not in _UP_DEPS or token.head is token:
             return False
         head = token.head
@@ -128,15 +130,14 @@ def dependency_negated(span: Any) -> bool:
         low, high = sorted((head.i, span.start))
         if any(t.lower_ in _CLAUSE_BREAKS for t in span.doc[low + 1 : high]):
             return False
+        if any(_negator(child) for child in head.children):
+            return True
         token = head
     return False
 
 
-def _negates(token: Any) -> bool:
-    return any(
-        child.dep_ == "neg" or (child.dep_ == "det" and child.lower_ == "no")
-        for child in token.children
-    )
+def _negator(token: Any) -> bool:
+    return bool(token.dep_ == "neg" or (token.dep_ == "det" and token.lower_ == "no"))
 
 
 def is_negated(span: Any) -> bool:

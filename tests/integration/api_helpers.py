@@ -3,8 +3,8 @@
 ``seed_user`` writes one user's memory through the real tier writers (ops from
 ``tier_ops``): a preference, a negated rule, a phone number that changed (a
 version chain), a status and an item pending confirmation. Every value carries
-the tenant's ``secret`` so that a response from another tenant's key can be
-searched for it: ``leaked`` finds any of a seeded user's secret, fact ids or
+the tenant's ``label`` so that a response from another tenant's key can be
+searched for it: ``leaked`` finds any of a seeded user's label, fact ids or
 pending id in a response body. ``call_tools`` drives an MCP server through the
 SDK's own client over its in-memory transport.
 """
@@ -40,14 +40,14 @@ class SeededUser:
 
     tenant: str
     user: str
-    secret: str
+    label: str
     pending_id: str
     fact_ids: tuple[str, ...]
 
     @property
     def markers(self) -> tuple[str, ...]:
         """Strings only this user's memory contains."""
-        return (self.secret, self.pending_id, *self.fact_ids)
+        return (self.label, self.pending_id, *self.fact_ids)
 
 
 def new_key() -> str:
@@ -55,23 +55,23 @@ def new_key() -> str:
     return secrets.token_urlsafe(24)
 
 
-def seed_user(stores: MemoryStores, tenant: str, user: str, secret: str) -> SeededUser:
+def seed_user(stores: MemoryStores, tenant: str, user: str, label: str) -> SeededUser:
     """Write a user's memory to Redis, Chroma and Neo4j through the real writers."""
     now = datetime.now(UTC)
-    likes = fact(tenant, user, "user", "likes", f"{secret} tea", event_id=f"{user}-{secret}-1")
+    likes = fact(tenant, user, "user", "likes", f"{label} tea", event_id=f"{user}-{label}-1")
     weekend = fact(
         tenant,
         user,
         "installation_time",
         "in",
         "weekend",
-        event_id=f"{user}-{secret}-2",
+        event_id=f"{user}-{label}-2",
         kind=MemoryKind.RULE,
         polarity=Polarity.NEGATED,
     )
     closed, current, phone_ops = phone_change(tenant, user)
     diet = held(
-        fact(tenant, user, "user", "diet", f"vegan {secret}", event_id=f"{user}-{secret}-3"),
+        fact(tenant, user, "user", "diet", f"vegan {label}", event_id=f"{user}-{label}-3"),
         "contradicts an order",
     )
     working: list[MemoryOperation] = [
@@ -88,10 +88,10 @@ def seed_user(stores: MemoryStores, tenant: str, user: str, secret: str) -> Seed
             OpType.SET_STATUS,
             tenant,
             user,
-            event_id=f"{user}-{secret}-4",
+            event_id=f"{user}-{label}-4",
             at=now,
             tiers=[Tier.WORKING],
-            status=StatusEntry(name="current_project", value=secret, ttl_s=STATUS_TTL_S),
+            status=StatusEntry(name="current_project", value=label, ttl_s=STATUS_TTL_S),
         ),
     ]
     ops = [upsert(likes), upsert(weekend), *phone_ops, *working]
@@ -99,7 +99,7 @@ def seed_user(stores: MemoryStores, tenant: str, user: str, secret: str) -> Seed
         sink.write(ops)
         sink.flush()
     fact_ids = (likes.fact_id, weekend.fact_id, closed.fact_id, current.fact_id)
-    return SeededUser(tenant, user, secret, diet.fact_id, fact_ids)
+    return SeededUser(tenant, user, label, diet.fact_id, fact_ids)
 
 
 def leaked(body: str, other: SeededUser) -> list[str]:

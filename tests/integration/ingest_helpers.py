@@ -15,7 +15,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -112,14 +112,17 @@ class Worker:
         return self.log_path.read_text(errors="replace")[-chars:]
 
 
-def committed(bootstrap: str, namespace: str, topics: Sequence[str]) -> dict[tuple[str, int], int]:
-    """The worker group's committed offset per (topic, partition) of ``topics`` (0 if none)."""
-    positions = OffsetReader(bootstrap).committed(namespace + GROUP_ID)
-    return {
-        (topic, partition): positions.get((topic, partition), 0)
-        for topic in topics
-        for partition in end_offsets(bootstrap, topic)
-    }
+def committed(
+    reader: OffsetReader, namespace: str, ends: Mapping[tuple[str, int], int]
+) -> dict[tuple[str, int], int]:
+    """The worker group's committed offset for every position of ``ends`` (0 if none yet)."""
+    positions = reader.committed(namespace + GROUP_ID)
+    return {position: positions.get(position, 0) for position in ends}
+
+
+def log_ends(bootstrap: str, topics: Sequence[str]) -> dict[tuple[str, int], int]:
+    """The end offset of every partition of ``topics``."""
+    return {(t, p): end for t in topics for p, end in end_offsets(bootstrap, t).items()}
 
 
 def wait_caught_up(
@@ -127,17 +130,18 @@ def wait_caught_up(
 ) -> dict[tuple[str, int], int]:
     """Wait until the worker has committed the end of every partition of ``topics``."""
     deadline = time.monotonic() + CATCH_UP_TIMEOUT_S
-    ends = {(t, p): end for t in topics for p, end in end_offsets(bootstrap, t).items()}
+    ends = log_ends(bootstrap, topics)
+    reader = OffsetReader(bootstrap)
     while time.monotonic() < deadline:
         if not worker.alive():
             raise AssertionError(f"worker exited while catching up:\n{worker.log_tail()}")
-        positions = committed(bootstrap, namespace, topics)
+        positions = committed(reader, namespace, ends)
         if positions == ends:
             return positions
         time.sleep(0.5)
     raise AssertionError(
         f"worker did not catch up within {CATCH_UP_TIMEOUT_S} s "
-        f"(committed {committed(bootstrap, namespace, topics)}, ends {ends}):\n"
+        f"(committed {committed(reader, namespace, ends)}, ends {ends}):\n"
         f"{worker.log_tail()}"
     )
 

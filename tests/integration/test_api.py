@@ -28,7 +28,7 @@ def stores(settings: Settings) -> MemoryStores:
 @pytest.fixture(scope="module")
 def seeded(stores: MemoryStores) -> SeededUser:
     tenant = f"api-{uuid.uuid4().hex[:10]}"
-    return seed_user(stores, tenant, USER, secret=f"s{uuid.uuid4().hex[:8]}")
+    return seed_user(stores, tenant, USER, label=f"s{uuid.uuid4().hex[:8]}")
 
 
 @pytest.fixture(scope="module")
@@ -116,9 +116,9 @@ def test_recall_returns_scored_sourced_hits_with_negation_kept(
     likes, weekend, closed_phone, phone = seeded.fact_ids
     assert {likes, weekend, phone} <= set(by_id)
     assert closed_phone not in by_id  # closed at T1: not current now
-    assert by_id[likes].object == f"{seeded.secret} tea"
+    assert by_id[likes].object == f"{seeded.label} tea"
     assert by_id[likes].score is not None and by_id[likes].lineage is not None
-    assert by_id[likes].lineage.event_id == f"{USER}-{seeded.secret}-1"
+    assert by_id[likes].lineage.event_id == f"{USER}-{seeded.label}-1"
     rule = by_id[weekend]
     assert rule.polarity == "negated"
     assert "not" in rule.statement.lower().split()
@@ -150,7 +150,7 @@ def test_snapshot_lists_rules_facts_status_pending(client: TestClient, seeded: S
     assert snap.tenant_id == seeded.tenant
     assert [h.fact_id for h in snap.rules] == [seeded.fact_ids[1]]
     assert {seeded.fact_ids[0], seeded.fact_ids[3]} <= {h.fact_id for h in snap.facts}
-    assert snap.status == {"current_project": seeded.secret}
+    assert snap.status == {"current_project": seeded.label}
     assert [p.pending_id for p in snap.pending] == [seeded.pending_id]
 
 
@@ -167,7 +167,7 @@ def test_history_is_the_chain_oldest_first(client: TestClient, seeded: SeededUse
 def test_context_is_a_prompt_block_with_the_facts(client: TestClient, seeded: SeededUser) -> None:
     response = client.get(f"/v1/users/{USER}/context", params={"query": "tea", "k": 5})
     assert response.status_code == 200
-    assert f"{seeded.secret} tea" in response.json()["context"]
+    assert f"{seeded.label} tea" in response.json()["context"]
 
 
 @pytest.mark.parametrize(

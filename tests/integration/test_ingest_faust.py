@@ -28,6 +28,7 @@ from ingest_helpers import (
     committed,
     create_topics,
     delete_topics,
+    log_ends,
     parse_op,
     publish,
     read_outputs,
@@ -36,6 +37,7 @@ from ingest_helpers import (
 )
 
 from connectors.kafka_io import Record, end_offsets, read_topic
+from connectors.kafka_offsets import OffsetReader
 from jobs.stages import load_pipeline
 from memstream.settings import Settings
 from pipelines.ingest import SourceRecord
@@ -81,9 +83,25 @@ def _bad_messages(topic: str) -> list[tuple[Message, DeadLetterReason, str]]:
     return bad
 
 
+def _stored_memory() -> Message:
+    """An agent-stored memory at 0.7 confidence: the HITL gate holds it as pending."""
+    event = {
+        "schema_version": 1,
+        "event_id": "store-pat-1",
+        "tenant_id": "acme",
+        "user_id": "pat",
+        "ts": "2026-03-02T09:30:00Z",
+        "action_type": "store_memory",
+        "properties": {"predicate": "prefers_drink", "object": "green tea", "confidence": 0.7},
+    }
+    return ("acme:pat", json.dumps(event).encode())
+
+
 def _messages(topic: str) -> list[Message]:
     """The topic's sample events with its bad messages spread through them."""
     messages = sample_messages(topic)
+    if topic == USER_ACTIONS:
+        messages.append(_stored_memory())
     bad = [message for message, _, _ in _bad_messages(topic)]
     step = max(1, len(messages) // (len(bad) + 1))
     for i, message in enumerate(bad, start=1):
@@ -136,7 +154,7 @@ def _kill_mid_stream(
 ) -> Worker:
     """SIGKILL once the worker has produced something new, then start a fresh one."""
     ops_before = sum(end_offsets(bootstrap, namespace + MEMORY_OPS).values())
-    ends = end_offsets(bootstrap, source)
+    ends = log_ends(bootstrap, [source])
     deadline = time.monotonic() + CATCH_UP_TIMEOUT_S
     while sum(end_offsets(bootstrap, namespace + MEMORY_OPS).values()) == ops_before:
         assert worker.alive(), worker.log_tail()
@@ -146,8 +164,8 @@ def _kill_mid_stream(
     # (after some outputs, before the states or the offset commit).
     time.sleep(rng.uniform(0.0, 0.5))
     worker.kill()
-    positions = committed(bootstrap, namespace, [source])
-    assert any(positions[(source, p)] < end for p, end in ends.items()), "killed after the end"
+    positions = committed(OffsetReader(bootstrap), namespace, ends)
+    assert positions != ends, "killed after the worker had committed the whole topic"
     run.committed_at_kills.append(positions)
     return worker.restart()
 
@@ -254,11 +272,7 @@ def test_sigkill_mid_stream_loses_nothing_and_resumes(
         for positions in crashed.committed_at_kills:
             for position, offset in positions.items():
                 assert crashed.final_committed[position] >= offset
-        ends = {
-            (crashed.namespace + t, p): e
-            for t in PHASES
-            for p, e in end_offsets(kafka_bootstrap, crashed.namespace + t).items()
-        }
+        ends = log_ends(kafka_bootstrap, [crashed.namespace + t for t in PHASES])
         assert crashed.final_committed == ends
         dead = {(d.topic, d.partition, d.offset) for d in crashed.outputs.dead_letters}
         expected = {(d.topic, d.partition, d.offset) for d in fault_free.outputs.dead_letters}

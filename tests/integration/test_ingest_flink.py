@@ -57,7 +57,7 @@ PARTITIONS = 3
 PHASES = (DIALOGUE_EVENTS, USER_ACTIONS, CRM_WEBHOOKS)
 # Events per topic from the sample stream: several users of two tenants, with
 # facts, changed values, pending items and their confirmations.
-SAMPLE_LIMIT = {DIALOGUE_EVENTS: 60, USER_ACTIONS: 40, CRM_WEBHOOKS: 20}
+SAMPLE_LIMIT = {DIALOGUE_EVENTS: 40, USER_ACTIONS: 20, CRM_WEBHOOKS: 10}
 # Bad input on every topic, published after the phase's events so that the
 # keyless one (spread randomly) cannot shift the offsets of valid events.
 BAD_MESSAGES: list[tuple[Message, DeadLetterReason]] = [

@@ -43,6 +43,7 @@ from connectors.redis_memory import RedisMemory
 from jobs.sink_job import SinkConfig, StoreLane, open_lanes
 from memstream.settings import Neo4jSettings, Settings
 from pipelines.backpressure import BackpressureConfig, Mode, Trip
+from schemas.memory import Tier
 from schemas.ops import MemoryOperation
 from schemas.topics import MEMORY_OPS
 
@@ -153,6 +154,8 @@ def test_neo4j_outage_spools_in_order_then_drains_to_the_fault_free_state(
         spooled = spooled_ops(neo4j_lane)
         assert spooled, "nothing was spooled while Neo4j was down"
         assert_in_stream_order(spooled, stream)
+        after_outage = {op.op_id for op in stream.ops[third:] if Tier.SEMANTIC in op.tiers}
+        assert after_outage <= {op.op_id for op in spooled}
         _, chroma, _ = readers(config)
         stored = {h.fact_id for user in USERS for h in chroma.get(stream.tenant, user)}
         assert stored == stream.fact_versions()

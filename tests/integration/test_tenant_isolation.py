@@ -141,7 +141,7 @@ def test_reads_with_a_key_never_show_b(
             assert response.status_code == 200, (path, response.text)
             assert b_markers_in(response.text, tenants) == [], path
             if user == SHARED and "history" not in path:  # the probe can see A's memory
-                assert own.secret in response.text, path
+                assert own.label in response.text, path
 
 
 def test_b_reads_its_own_memory_with_its_key(
@@ -150,7 +150,7 @@ def test_b_reads_its_own_memory_with_its_key(
     for user in tenants["b"]:
         snapshot = b_snapshot(app_client, keys, user.user)
         assert [p.pending_id for p in snapshot.pending] == [user.pending_id]
-        assert tenants["a"][0].secret not in snapshot.model_dump_json()
+        assert tenants["a"][0].label not in snapshot.model_dump_json()
 
 
 def test_b_pending_and_fact_ids_are_404_for_a(
@@ -254,7 +254,7 @@ def test_pattern_like_user_ids_reach_only_their_own_empty_user(
         response = app_client.request(method, path, headers=as_(keys, "a"), **kwargs)
         assert response.status_code == 200, (path, response.text)
         assert b_markers_in(response.text, tenants) == [], path
-        assert tenants["a"][0].secret not in response.text, path
+        assert tenants["a"][0].label not in response.text, path
 
 
 @pytest.mark.parametrize("value", INJECTIONS)
@@ -404,7 +404,7 @@ def test_mcp_tools_of_a_never_show_b(
         if name == "confirm":
             assert result.isError, arguments
     own_read = results[1]
-    assert not own_read.isError and own.secret in json.dumps(own_read.structuredContent)
+    assert not own_read.isError and own.label in json.dumps(own_read.structuredContent)
     b_tenant = tenants["b"][0].tenant
     published = read_topic(kafka_bootstrap, USER_ACTIONS, start=before, idle_s=0.5)
     events = [UserAction.model_validate_json(r.value) for r in published]

@@ -1,0 +1,147 @@
+"""Clean the tagger's spans before they become objects.
+
+A small tagger trained on a few hundred sentences makes boundary errors
+("delivery tonight", "3 Elm Road" without ", Leeds", "234 5678" without its
+area code) and the odd wild guess ("the" as TIME). These functions trim a span
+to the words that can belong to its label, extend numbers and addresses over
+their obvious continuation, and drop spans with no word of the label at all.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+_MONTHS: tuple[str, ...] = (
+    "january",
+    "february",
+    "march",
+    "april",
+    "june",
+    "july",
+    "august",
+    "september",
+)
+_MONTHS += ("october", "november", "december")
+# Words that make a span a time ("may" only as a proper noun: the month).
+_TIME_CORE = re.compile(
+    r"^(?:(?:mon|tues|wednes|thurs|fri|satur|sun)days?|weekends?|weekdays?|mornings?|afternoons?"
+    r"|evenings?|nights?|noon|midnight|tonight|today|tomorrow|week|month|year|hours|lunchtime"
+    r"|o'clock|[ap]\.?m\.?|" + "|".join(_MONTHS) + r"|.*\d.*)$"
+)
+# Words that may open a time span before its core ("before 9", "next week").
+_TIME_PREFIX = frozenset({"before", "after", "until", "till", "between", "next", "early", "late"})
+_TIME_PREFIX |= frozenset({"half", "quarter", "past", "working"})
+# Durations are not points in time: "it can take 5 days", "in two hours"
+# ("working hours" is a time: only a counted unit is a duration).
+_DURATION_UNITS = frozenset({"days", "minutes", "hours", "weeks", "months", "years"})
+# Inside one TIME span these words start a second time: "Monday at 10am", "Monday after 3pm";
+# "Friday instead of Saturday", "June 3 to June 7", "Friday this week" are split too.
+_TIME_SPLIT = frozenset({"at", "and", "or", "instead", "of", "rather", "than", "to", "this"})
+_TIME_SPLIT_KEEP = frozenset({"before", "after"})
+
+
+def _is_time_core(token: Any) -> bool:
+    if token.lower_ == "may":
+        return bool(token.pos_ == "PROPN")
+    return _TIME_CORE.match(token.lower_) is not None
+
+
+def _trim_time(part: Any) -> Any | None:
+    tokens = list(part)
+    cores = [i for i, t in enumerate(tokens) if _is_time_core(t)]
+    if not cores:
+        return None
+    start = cores[0]
+    while start > 0 and tokens[start - 1].lower_ in _TIME_PREFIX:
+        start -= 1
+    return part.doc[tokens[start].i : tokens[cores[-1]].i + 1]
+
+
+def time_parts(span: Any) -> list[Any]:
+    """The times inside one TIME span, each trimmed to its time words."""
+    if any(t.lower_ in _DURATION_UNITS and t.i > 0 and t.nbor(-1).like_num for t in span):
+        return []
+    parts, start = [], span.start
+    for token in span:
+        if token.i > start and token.lower_ in _TIME_SPLIT:
+            parts.append(span.doc[start : token.i])
+            start = token.i + 1
+        elif token.i > start and token.lower_ in _TIME_SPLIT_KEEP:
+            parts.append(span.doc[start : token.i])
+            start = token.i
+    parts.append(span.doc[start : span.end])
+    trimmed = [_trim_time(part) for part in parts if len(part)]
+    return [part for part in trimmed if part is not None]
+
+
+def _capitalised(token: Any) -> bool:
+    return bool(token.text[:1].isupper() or token.text[:1].isdigit())
+
+
+def place_core(span: Any) -> Any | None:
+    """Trim to capitalised words; extend a street address over ', Town'; None if no name."""
+    doc = span.doc
+    start = span.start
+    # "5 Mill Street, York": the house number the tagger left outside.
+    if start > span.sent.start and doc[start - 1].text.isdigit():
+        start -= 1
+    tokens = list(doc[start : span.end])
+    if all(_is_time_core(t) for t in tokens if t.is_alpha):
+        return None  # a weekday or month tagged PLACE
+    while tokens and not _capitalised(tokens[0]):
+        tokens.pop(0)
+    while tokens and not _capitalised(tokens[-1]):
+        tokens.pop()
+    if not any(t.text[:1].isupper() and t.is_alpha for t in tokens):
+        return None
+    end = tokens[-1].i + 1
+    if tokens[0].text[:1].isdigit():
+        while end + 1 < len(doc) and doc[end].text == "," and doc[end + 1].text[:1].isupper():
+            end += 2
+            while end < len(doc) and doc[end].text[:1].isupper() and doc[end].is_alpha:
+                end += 1
+    return doc[tokens[0].i : end]
+
+
+def _digits(token: Any) -> bool:
+    return bool(re.fullmatch(r"\+?\d[\d-]*", token.text))
+
+
+def number_core(span: Any) -> Any:
+    """Extend a digit span over neighbouring digit groups: '234 5678' -> '0151 234 5678'."""
+    doc, start, end = span.doc, span.start, span.end
+    if not all(_digits(t) for t in span):
+        return span
+    while start > span.sent.start and _digits(doc[start - 1]):
+        start -= 1
+    while end < span.sent.end and _digits(doc[end]):
+        end += 1
+    return doc[start:end]
+
+
+# Unambiguous time expressions the tagger sometimes misses ("no Thursdays",
+# "weekend installation"): a gazetteer backs it up; the tagger's spans win on overlap.
+_DAY = r"(?:mon|tues|wednes|thurs|fri|satur|sun)days?"
+_PART = r"(?:mornings?|afternoons?|evenings?|nights?)"
+_CLOCK = r"\d{1,2}(?::\d{2})?\s?[ap]\.?m\.?"
+TIME_GAZETTEER = re.compile(
+    rf"\b(?:(?:before|after|until)\s+(?:{_CLOCK}|\d{{1,2}}(?!\d)|noon|midnight)"
+    rf"|{_DAY}(?:\s+{_PART})?|weekends?|weekdays?|{_CLOCK}|tonight|tomorrow(?:\s+{_PART})?"
+    rf"|(?<=in the )(?:{_PART})|(?<=at )night|working hours)\b",
+    re.IGNORECASE,
+)
+
+
+def gazetteer_times(sent: Any, taken: list[Any]) -> list[Any]:
+    """TIME spans from the gazetteer that overlap none of the tagger's spans."""
+    found: list[Any] = []
+    for match in TIME_GAZETTEER.finditer(sent.text):
+        span = sent.doc.char_span(
+            sent.start_char + match.start(), sent.start_char + match.end(), label="TIME"
+        )
+        if span is not None and not any(
+            span.start < other.end and other.start < span.end for other in taken + found
+        ):
+            found.append(span)
+    return found

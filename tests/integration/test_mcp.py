@@ -1,0 +1,179 @@
+"""The MCP tools driven by the SDK's own client: in memory, and over stdio via the CLI."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import uuid
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from api_helpers import SeededUser, call_tools, list_tools, new_key, published_action, seed_user
+from mcp import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.server.fastmcp import FastMCP
+from mcp.types import CallToolResult
+from tier_ops import T0, T1
+
+from jobs.mcp_server import build_mcp_server
+from jobs.memory_service import MAX_K, MemoryService, MemoryStores
+from memstream.settings import Settings
+from schemas.events import ActionType
+from schemas.query import ActionReceipt, MemorySnapshot, RecallHit
+
+USER = "u1"
+TOOLS = {"read", "search", "store", "history", "confirm"}
+# The stdio server loads MiniLM and connects to every store before answering.
+STDIO_TIMEOUT_S = 120
+
+
+@pytest.fixture(scope="module")
+def stores(settings: Settings) -> MemoryStores:
+    return MemoryStores.open(settings)
+
+
+@pytest.fixture(scope="module")
+def seeded(stores: MemoryStores) -> SeededUser:
+    tenant = f"mcp-{uuid.uuid4().hex[:10]}"
+    return seed_user(stores, tenant, USER, label=f"s{uuid.uuid4().hex[:8]}")
+
+
+@pytest.fixture(scope="module")
+def server(stores: MemoryStores, seeded: SeededUser) -> FastMCP:
+    return build_mcp_server(MemoryService(stores=stores), seeded.tenant, host="127.0.0.1", port=0)
+
+
+def call(server: FastMCP, name: str, **arguments: Any) -> CallToolResult:
+    (result,) = call_tools(server, [(name, arguments)])
+    return result
+
+
+def structured(result: CallToolResult) -> Any:
+    assert not result.isError, result.content
+    assert result.structuredContent is not None
+    return result.structuredContent
+
+
+def test_lists_the_five_tools_with_hints(server: FastMCP) -> None:
+    tools = {tool.name: tool for tool in list_tools(server)}
+    assert set(tools) == TOOLS
+    for name in ("read", "search", "history"):
+        annotations = tools[name].annotations
+        assert annotations is not None and annotations.readOnlyHint is True
+    for name in ("store", "confirm"):
+        annotations = tools[name].annotations
+        assert annotations is not None and annotations.readOnlyHint is False
+    assert tools["search"].inputSchema["properties"]["k"]["maximum"] == MAX_K
+    assert tools["confirm"].outputSchema is not None
+
+
+def test_search_recalls_the_users_facts(server: FastMCP, seeded: SeededUser) -> None:
+    hits = [
+        RecallHit.model_validate(h)
+        for h in structured(call(server, "search", user_id=USER, query="tea", k=MAX_K))["result"]
+    ]
+    assert f"{seeded.label} tea" in {h.object for h in hits}
+    old = structured(
+        call(
+            server,
+            "search",
+            user_id=USER,
+            query="phone",
+            k=MAX_K,
+            as_of=(T0 + (T1 - T0) / 2).isoformat(),
+        )
+    )["result"]
+    assert {h["object"] for h in old if h["predicate"] == "phone_number"} == {"555-0100"}
+
+
+def test_read_returns_the_snapshot(server: FastMCP, seeded: SeededUser) -> None:
+    snapshot = MemorySnapshot.model_validate(structured(call(server, "read", user_id=USER)))
+    assert snapshot.tenant_id == seeded.tenant
+    assert [p.pending_id for p in snapshot.pending] == [seeded.pending_id]
+    assert snapshot.status == {"current_project": seeded.label}
+
+
+def test_history_returns_the_version_chain(server: FastMCP, seeded: SeededUser) -> None:
+    result = call(server, "history", user_id=USER, subject="user", predicate="phone_number")
+    chain = [RecallHit.model_validate(h) for h in structured(result)["result"]]
+    assert [h.fact_id for h in chain] == [seeded.fact_ids[2], seeded.fact_ids[3]]
+
+
+def test_store_publishes_a_store_memory_action(
+    server: FastMCP, seeded: SeededUser, kafka_bootstrap: str
+) -> None:
+    result = call(
+        server, "store", user_id=USER, predicate="likes", object="jazz", kind="preference"
+    )
+    key, event = published_action(kafka_bootstrap, ActionReceipt.model_validate(structured(result)))
+    assert key == f"{seeded.tenant}:{USER}"
+    assert event.action_type is ActionType.STORE_MEMORY
+    assert (event.properties["object"], event.properties["kind"]) == ("jazz", "preference")
+
+
+@pytest.mark.parametrize(
+    ("decision", "action"),
+    [("confirm", ActionType.CONFIRM_MEMORY), ("reject", ActionType.REJECT_MEMORY)],
+)
+def test_confirm_publishes_the_decision(
+    server: FastMCP, seeded: SeededUser, kafka_bootstrap: str, decision: str, action: ActionType
+) -> None:
+    result = call(server, "confirm", user_id=USER, pending_id=seeded.pending_id, decision=decision)
+    _, event = published_action(kafka_bootstrap, ActionReceipt.model_validate(structured(result)))
+    assert (event.action_type, event.target_id) == (action, seeded.pending_id)
+
+
+@pytest.mark.parametrize(
+    ("name", "arguments"),
+    [
+        ("confirm", {"user_id": USER, "pending_id": f"f_{'0' * 24}"}),
+        ("confirm", {"user_id": USER, "pending_id": "*"}),
+        ("search", {"user_id": USER, "query": "tea", "k": 0}),
+        ("search", {"user_id": "u1:*", "query": "tea"}),
+        ("history", {"user_id": USER, "subject": "", "predicate": "x"}),
+        ("store", {"user_id": USER, "predicate": "likes"}),
+    ],
+)
+def test_bad_arguments_are_tool_errors(
+    server: FastMCP, name: str, arguments: dict[str, Any]
+) -> None:
+    result = call(server, name, **arguments)
+    assert result.isError
+
+
+def test_stdio_server_from_the_cli(seeded: SeededUser, tmp_path: Path) -> None:
+    key = new_key()
+    keys_file = tmp_path / "keys.json"
+    keys_file.write_text(json.dumps({key: seeded.tenant}))
+    key_file = tmp_path / "key"
+    key_file.write_text(key + "\n")
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=[
+            "-c",
+            "import typer; from jobs.cli_serve import mcp; typer.run(mcp)",
+            "--key-file",
+            str(key_file),
+            "--keys-file",
+            str(keys_file),
+        ],
+        env=dict(os.environ),  # the offline flags and MEMSTREAM_* reach the server
+    )
+
+    async def session_run() -> tuple[set[str], CallToolResult]:
+        with anyio.fail_after(STDIO_TIMEOUT_S):
+            async with stdio_client(params) as (read, write), ClientSession(read, write) as s:
+                await s.initialize()
+                names = {tool.name for tool in (await s.list_tools()).tools}
+                return names, await s.call_tool("read", {"user_id": USER})
+
+    names, result = anyio.run(session_run)
+    assert names == TOOLS
+    snapshot = MemorySnapshot.model_validate(structured(result))
+    assert (snapshot.tenant_id, snapshot.status) == (
+        seeded.tenant,
+        {"current_project": seeded.label},
+    )
