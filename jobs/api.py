@@ -26,7 +26,15 @@ from typing import Annotated, Any, Protocol
 from fastapi import Depends, FastAPI, HTTPException, Path, Query, Request, Security, status
 from fastapi.responses import JSONResponse
 from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBearer
-from pydantic import AwareDatetime, Field, StringConstraints
+from pydantic import (
+    AwareDatetime,
+    BeforeValidator,
+    Field,
+    Strict,
+    StrictBool,
+    StringConstraints,
+    model_validator,
+)
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from connectors.kafka_io import DeliveryFailed
@@ -121,15 +129,39 @@ class MemoryQueries(Protocol):
         ...
 
 
+def _time_text(value: object) -> object:
+    if value is not None and not isinstance(value, str):
+        raise ValueError("a time is an ISO 8601 string with a UTC offset")
+    return value
+
+
+# FastAPI validates a JSON body as Python objects, where pydantic's lax mode would
+# read 0 as false, true as 1.0 and a number as a time: the body's scalars are
+# strict, so a body means exactly what its JSON Schema says.
+JsonTime = Annotated[AwareDatetime, BeforeValidator(_time_text)]
+
+
+class RecallFiltersBody(RecallFilters):
+    """RecallFilters read from JSON: ``since``/``until`` must be ISO 8601 strings."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _times_are_text(cls, data: Any) -> Any:
+        if isinstance(data, dict):
+            for bound in ("since", "until"):
+                _time_text(data.get(bound))
+        return data
+
+
 class RecallRequest(Frozen):
     """A recall: the query, how many hits, at which time, over which tiers."""
 
     query: QueryText
-    k: TopK = 10
-    as_of: AwareDatetime | None = Field(default=None, description="Default: now.")
+    k: Annotated[TopK, Strict()] = 10
+    as_of: JsonTime | None = Field(default=None, description="Default: now.")
     tiers: list[Tier] | None = Field(default=None, max_length=len(Tier))
-    filters: RecallFilters | None = None
-    include_history: bool = Field(default=False, description="Also closed/expired versions.")
+    filters: RecallFiltersBody | None = None
+    include_history: StrictBool = Field(default=False, description="Also closed versions.")
 
 
 class StoreRequest(Frozen):
@@ -141,7 +173,7 @@ class StoreRequest(Frozen):
     polarity: Polarity = Polarity.AFFIRMED
     kind: MemoryKind = MemoryKind.FACT
     text: StatementText = ""
-    confidence: float | None = Field(default=None, ge=0.0, le=1.0)
+    confidence: Annotated[float, Strict()] | None = Field(default=None, ge=0.0, le=1.0)
 
 
 class ContextBlock(Frozen):

@@ -11,6 +11,7 @@ The same options work for ``flink run -py jobs/ingest_flink.py`` on a cluster.
 
 from __future__ import annotations
 
+import logging
 from typing import Annotated
 
 import typer
@@ -61,6 +62,9 @@ def flink(
     from jobs.ingest_flink import FlinkOptions, run
     from memstream.settings import get_settings
 
+    logging.basicConfig(
+        level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
     settings = get_settings()
     try:
         options = FlinkOptions.from_settings(

@@ -69,6 +69,12 @@ log = logging.getLogger(__name__)
 # Ops the pending queue consumers (HITL tooling) need besides the sink.
 PENDING_OPS = frozenset({OpType.ADD_PENDING, OpType.RESOLVE_PENDING})
 TABLE_NAME = "user-memory"
+# How long the group waits for a member that stopped heartbeating (Faust's
+# default: 60 s). A SIGKILLed worker's restart cannot get its partitions back
+# before that; 10 s is above Kafka's minimum (group.min.session.timeout.ms, 6 s)
+# and over three heartbeats (3 s). Heartbeats run in Faust's consumer thread,
+# so a long NLP batch on the event loop does not starve them.
+SESSION_TIMEOUT_S = 10.0
 # Exit code of a batch whose outputs could not be published (see note 4 above).
 EXIT_BATCH_FAILED = 70  # EX_SOFTWARE (sysexits.h)
 
@@ -235,6 +241,7 @@ def build_app(config: WorkerConfig, pipeline: IngestPipeline, partitions: int) -
         processing_guarantee="at_least_once",  # see the module docstring
         topic_partitions=partitions,
         consumer_auto_offset_reset="earliest",
+        broker_session_timeout=SESSION_TIMEOUT_S,
         producer_max_request_size=config.max_message_bytes,
         datadir=str(config.data_dir / config.app_id),
         web_enabled=False,  # no HTTP port to collide with other workers

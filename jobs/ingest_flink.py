@@ -51,6 +51,7 @@ sample), committing the last transaction in the final checkpoint.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import threading
 import time
@@ -79,6 +80,8 @@ from pipelines.review import UserMemoryState
 from schemas.ops import OpType
 from schemas.topics import INPUT_TOPICS, MEMORY_DLQ, MEMORY_OPS, MEMORY_PENDING, OUTPUT_TOPICS
 from schemas.validate import InvalidEvent, decode_event
+
+log = logging.getLogger(__name__)
 
 # Ops the pending-queue consumers (HITL tooling) need besides the sink: the
 # same rule as the Faust worker's, so both engines fill memory.pending alike.
@@ -312,7 +315,9 @@ class IngestFunction(KeyedProcessFunction):
 
     def open(self, runtime_context: RuntimeContext) -> None:
         """Load the stages (once per process) and bind the keyed state."""
+        started = time.perf_counter()
         self.pipeline = _pipeline(self.settings)
+        log.info("stages ready in %.1f s", time.perf_counter() - started)
         self.state = runtime_context.get_state(ValueStateDescriptor(STATE_NAME, Types.STRING()))
 
     def process_element(self, value: Row, ctx: KeyedProcessFunction.Context) -> Iterator[Row]:
@@ -387,9 +392,11 @@ def run(settings: Settings, options: FlinkOptions) -> None:
     os.environ.setdefault("FLINK_LOG_DIR", str(log_dir))
     env = StreamExecutionEnvironment.get_execution_environment()
     build(env, settings, options)
+    recovery = job_configuration(options).get("execution.state-recovery.path")
+    log.info("%s: starting from %s", options.job_name, recovery or "the earliest offsets")
     started = time.perf_counter()
     env.execute(options.job_name)
-    print(f"{options.job_name}: finished in {time.perf_counter() - started:.1f} s")
+    log.info("%s: finished in %.1f s", options.job_name, time.perf_counter() - started)
 
 
 def main() -> None:

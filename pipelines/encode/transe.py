@@ -7,8 +7,8 @@ A model directory written by ``memstream train transe`` holds
 
 The vector of a triple is the concatenation of the unit-length head, relation
 and tail embeddings (``3 * dim`` floats): each part weighs the same, and the
-cosine of two triple vectors is the mean of the three part cosines (2/3 for
-two triples that differ only in their tail). An entity or relation the model
+cosine of two triple vectors is the mean of the three part cosines (about
+2/3 for two triples that differ only in an unrelated tail). An entity or relation the model
 has not seen — or every one, when no model was trained yet — gets a unit
 vector derived from its label by ``stable_unit_vector``: the same in every
 process, nearly orthogonal to everything else.
@@ -46,9 +46,9 @@ META_FILE = "meta.json"
 ENTITY_WEIGHTS = "entity_representations.0._embeddings.weight"
 RELATION_WEIGHTS = "relation_representations.0._embeddings.weight"
 
-# Unseen labels recur (the same new place in many turns); their vectors are
-# cheap to cache and this bounds the cache at ~64 MB of 64-d float32 vectors.
-_FALLBACK_CACHE_SIZE = 2**18
+# Unseen labels recur (the same new place in many turns): caching their
+# vectors saves a SHAKE-256 per lookup; 2**16 64-d float32 vectors is ~20 MB.
+_FALLBACK_CACHE_SIZE = 2**16
 
 
 @lru_cache(maxsize=_FALLBACK_CACHE_SIZE)

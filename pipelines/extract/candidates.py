@@ -188,6 +188,9 @@ def dependency_candidates(sent: Any) -> Iterator[Candidate]:
             elif lemma in PLAN_VERBS:
                 for prep in (c for c in token.children if c.lower_ == "to"):
                     for obj in _objects(prep):
+                        # "switch to the premium plan" is read by the plan-noun rule below.
+                        if obj.lemma_.lower() in PLAN_NOUNS:
+                            continue
                         if (phrase := object_phrase(obj)) is not None:
                             yield Candidate("plan", phrase[1], phrase[0], "PLAN")
                 continue

@@ -228,7 +228,7 @@ ACT_RULES: Sequence[tuple[Intent, re.Pattern[str]]] = (
     ),
 )
 QUESTION_START = re.compile(
-    r"^(what|when|where|which|who|why|how|is|are|do|does|did|can|could|will|would|shall|should|may|any)\b",
+    r"^(what|when|where|which|who|why|how|is|are|do|does|did|can|could|will|would|shall|should|may)\b",
     re.IGNORECASE,
 )
 WORD = re.compile(r"[^\W_]+(?:'[^\W_]+)?|[\U0001F300-\U0001FAFF\u2600-\u27BF]")

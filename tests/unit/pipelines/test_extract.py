@@ -130,7 +130,7 @@ def test_object_facts(extractor: FactExtractor) -> None:
 
 
 def test_chit_chat_questions_and_cancellations_yield_nothing(extractor: FactExtractor) -> None:
-    for text in ("Hi there, thanks a lot!", "Can you deliver on Monday?", "Never mind, no need."):
+    for text in ("Hi there, thanks a lot!", "Do you deliver on Mondays?", "Never mind, no need."):
         assert facts(extractor, text) == []
 
 
