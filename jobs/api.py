@@ -199,6 +199,10 @@ _ERRORS: dict[int | str, dict[str, Any]] = {
     413: {"model": Problem, "description": "Request body too large."},
     503: {"model": Problem, "description": "The event broker did not acknowledge."},
 }
+# FastAPI's answer to a body that is not JSON at all (e.g. not UTF-8).
+_BAD_BODY: dict[int | str, dict[str, Any]] = {
+    400: {"model": Problem, "description": "The body is not JSON."}
+}
 _NOT_FOUND: dict[int | str, dict[str, Any]] = {
     404: {"model": Problem, "description": "No such pending item for this user."}
 }
@@ -250,8 +254,8 @@ class BodyLimit:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        declared = dict(scope["headers"]).get(b"content-length", b"0")
-        if not declared.isdigit() or int(declared) > self.max_bytes:
+        declared = dict(scope["headers"]).get(b"content-length", b"")
+        if declared.isdigit() and int(declared) > self.max_bytes:
             await _too_large(scope, receive, send)
             return
         seen = 0
@@ -278,7 +282,7 @@ def _add_routes(app: FastAPI) -> None:
         """Liveness: the process answers (no key needed, no store touched)."""
         return Health()
 
-    @app.post("/v1/users/{user_id}/recall", tags=["read"], responses=_ERRORS)
+    @app.post("/v1/users/{user_id}/recall", tags=["read"], responses=_ERRORS | _BAD_BODY)
     def recall(
         user_id: UserId, body: RecallRequest, tenant: Tenant, svc: Service
     ) -> list[RecallHit]:
@@ -345,7 +349,12 @@ def _add_routes(app: FastAPI) -> None:
         """Reject a pending item: a reject_memory action the pipeline applies."""
         return svc.reject(tenant, user_id, pending_id)
 
-    @app.post("/v1/users/{user_id}/memories", tags=["write"], status_code=202, responses=_ERRORS)
+    @app.post(
+        "/v1/users/{user_id}/memories",
+        tags=["write"],
+        status_code=202,
+        responses=_ERRORS | _BAD_BODY,
+    )
     def store(user_id: UserId, body: StoreRequest, tenant: Tenant, svc: Service) -> ActionReceipt:
         """Ask the pipeline to add a memory (reviewed like any fact; usually pending)."""
         return svc.store(tenant, user_id, **body.model_dump())

@@ -62,9 +62,10 @@ def flink(
     from jobs.ingest_flink import FlinkOptions, run
     from memstream.settings import get_settings
 
-    logging.basicConfig(
-        level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
-    )
+    logging.basicConfig(format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    # On the jobs logger, not the root: PyFlink's loopback server sets the
+    # root level to WARNING when the environment is created.
+    logging.getLogger("jobs").setLevel(logging.INFO)
     settings = get_settings()
     try:
         options = FlinkOptions.from_settings(

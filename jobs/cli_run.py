@@ -278,13 +278,9 @@ def _ingest_args(engine: Engine, namespace: str) -> list[str]:
 def _print_report(settings: Settings, sample_dir: Path, namespace: str) -> None:
     # Imported here: chromadb and the Neo4j driver take seconds to import,
     # which `memstream --help` (and `memstream worker`, importing Engine) should not wait for.
-    from connectors.chroma_memory import ChromaMemory
-    from connectors.neo4j_memory import Neo4jMemory
-    from connectors.redis_memory import RedisMemory
-    from jobs.memory_report import report, users_in_files
+    from jobs.memory_report import open_readers, report, users_in_files
 
     paths = [sample_dir / f"{topic}.jsonl" for topic in INPUT_TOPICS]
-    users = users_in_files(paths)
     # The sample is a replay of a past stream: report memory as of its newest event.
     stamps = [
         json.loads(line).get("ts")
@@ -293,25 +289,9 @@ def _print_report(settings: Settings, sample_dir: Path, namespace: str) -> None:
         if line.strip()
     ]
     at = max(datetime.fromisoformat(s) for s in stamps if isinstance(s, str))
-    store_namespace = namespace or None
-    neo = settings.neo4j
-    password = neo.password.get_secret_value()
-    semantic = Neo4jMemory.connect(
-        neo.uri, (neo.user, password) if password else None, namespace=store_namespace
-    )
-    try:
+    with open_readers(settings, namespace or None) as readers:
         _out.print(f"\nmemory as of {at.isoformat()} (the newest sample event)")
-        _out.print(
-            report(
-                users,
-                RedisMemory.from_url(settings.redis.url, namespace=store_namespace),
-                ChromaMemory.open(settings.chroma_path, namespace=store_namespace),
-                semantic,
-                at,
-            )
-        )
-    finally:
-        semantic.close()
+        _out.print(report(users_in_files(paths), readers, at))
 
 
 def run(

@@ -9,11 +9,14 @@ Negated facts are printed as negations ("NOT"), never as the positive.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
+from typing import NamedTuple
 
+import chromadb
 from rich.console import Group
 from rich.text import Text
 from rich.tree import Tree
@@ -22,6 +25,7 @@ from connectors.chroma_memory import ChromaMemory
 from connectors.neo4j_memory import Neo4jMemory
 from connectors.protocols import SearchHit
 from connectors.redis_memory import RedisMemory
+from memstream.settings import Settings
 from schemas._base import Scalar
 from schemas.memory import Polarity
 from schemas.ops import WorkingTurn
@@ -50,6 +54,36 @@ class UserMemory:
     pending: list[SearchHit]
     statuses: dict[str, Scalar]
     turns: dict[str, list[WorkingTurn]] = field(default_factory=dict)
+
+
+class Readers(NamedTuple):
+    """A reader of each tier."""
+
+    working: RedisMemory
+    episodic: ChromaMemory
+    semantic: Neo4jMemory
+
+
+@contextmanager
+def open_readers(settings: Settings, namespace: str | None = None) -> Iterator[Readers]:
+    """Readers of the configured stores (of a store namespace), closed on exit."""
+    neo = settings.neo4j
+    password = neo.password.get_secret_value()
+    chroma = settings.chroma
+    episodic = (
+        ChromaMemory(chromadb.HttpClient(host=chroma.host, port=chroma.port), namespace=namespace)
+        if chroma.mode == "server"
+        else ChromaMemory.open(settings.chroma_path, namespace=namespace)
+    )
+    semantic = Neo4jMemory.connect(
+        neo.uri, (neo.user, password) if password else None, namespace=namespace
+    )
+    try:
+        yield Readers(
+            RedisMemory.from_url(settings.redis.url, namespace=namespace), episodic, semantic
+        )
+    finally:
+        semantic.close()
 
 
 def users_in_events(lines: Iterable[bytes]) -> list[UserRef]:
@@ -167,12 +201,6 @@ def render(memory: UserMemory, at: datetime) -> Tree:
     return root
 
 
-def report(
-    users: Iterable[UserRef],
-    working: RedisMemory,
-    episodic: ChromaMemory,
-    semantic: Neo4jMemory,
-    at: datetime,
-) -> Group:
+def report(users: Iterable[UserRef], readers: Readers, at: datetime) -> Group:
     """The report of every user, ready for ``Console.print``."""
-    return Group(*(render(read_user(u, working, episodic, semantic, at), at) for u in users))
+    return Group(*(render(read_user(u, *readers, at), at) for u in users))

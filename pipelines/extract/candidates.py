@@ -82,6 +82,7 @@ def ner_candidates(sent: Any, spans: list[Any], is_agent: bool) -> Iterator[Cand
     """Candidates from the Flair spans (TIME, PLACE, NUMBER) of one sentence."""
     lemmas = _lemmas(sent)
     committed = any(span.label_ == "COMMITMENT" for span in spans)
+    taken: list[Any] = []  # cleaned PLACE spans so far (the tagger's spans are in text order)
     for span in spans:
         if span.label_ == "TIME":
             predicate, explicit = time_predicate(span, is_agent, committed)
@@ -95,8 +96,10 @@ def ner_candidates(sent: Any, spans: list[Any], is_agent: bool) -> Iterator[Cand
                     yield Candidate(predicate, value, part, "TIME", explicit)
         elif span.label_ == "PLACE":
             place = place_core(span)
-            if place is None:
+            # An address extended over ", Bath" also covers the tagger's separate "Bath".
+            if place is None or any(place.start >= t.start and place.end <= t.end for t in taken):
                 continue
+            taken.append(place)
             value = vocab.canonical_place(place.text)
             # A street address is an address whatever the verb; a town is where the
             # user travels or lives, by the cue words around it.

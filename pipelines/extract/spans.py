@@ -55,7 +55,12 @@ def _trim_time(part: Any) -> Any | None:
     start = cores[0]
     while start > 0 and tokens[start - 1].lower_ in _TIME_PREFIX:
         start -= 1
-    return part.doc[tokens[start].i : tokens[cores[-1]].i + 1]
+    span = part.doc[tokens[start].i : tokens[cores[-1]].i + 1]
+    if span.start > 0 and part.doc[span.start - 1].lower_ == "good":
+        return None  # "Good morning" greets, it schedules nothing
+    if len(span) == 1 and span[0].text.isdigit():
+        return None  # a bare "10" is a size, a count or an hour nobody can place
+    return span
 
 
 def time_parts(span: Any) -> list[Any]:

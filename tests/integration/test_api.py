@@ -2,9 +2,16 @@
 
 from __future__ import annotations
 
+import json
+import socket
+import subprocess
+import sys
+import time
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 
+import httpx
 import pytest
 from api_helpers import SeededUser, new_key, published_action, seed_user
 from fastapi.testclient import TestClient
@@ -18,6 +25,8 @@ from schemas.events import ActionType
 from schemas.query import ActionReceipt, MemorySnapshot, RecallHit
 
 USER = "u1"
+# The server loads MiniLM and connects to every store before it listens.
+SERVE_START_TIMEOUT_S = 120.0
 
 
 @pytest.fixture(scope="module")
@@ -260,3 +269,40 @@ def test_invalid_path_and_query_parameters_are_422(
 def test_oversized_body_is_413(client: TestClient) -> None:
     body = {"query": "tea", "padding": "x" * MAX_BODY_BYTES}
     assert client.post(f"/v1/users/{USER}/recall", json=body).status_code == 413
+
+
+def test_serve_cli_runs_the_api_under_uvicorn(seeded: SeededUser, key: str, tmp_path: Path) -> None:
+    keys_file = tmp_path / "keys.json"
+    keys_file.write_text(json.dumps({key: seeded.tenant}))
+    with socket.create_server(("127.0.0.1", 0)) as probe:  # a free port for the server
+        port = probe.getsockname()[1]
+    command = [
+        sys.executable,
+        "-c",
+        "import typer; from jobs.cli_serve import serve; typer.run(serve)",
+        "--keys-file",
+        str(keys_file),
+        "--port",
+        str(port),
+        "--log-level",
+        "warning",
+    ]
+    server = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        base = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + SERVE_START_TIMEOUT_S
+        while True:
+            assert server.poll() is None, server.stderr.read() if server.stderr else ""
+            assert time.monotonic() < deadline, "memstream serve did not answer"
+            try:
+                if httpx.get(f"{base}/healthz").status_code == 200:
+                    break
+            except httpx.TransportError:
+                time.sleep(0.2)
+        response = httpx.get(f"{base}/v1/users/{USER}/snapshot", headers={"X-API-Key": key})
+        assert response.status_code == 200
+        assert response.json()["status"] == {"current_project": seeded.label}
+        assert httpx.get(f"{base}/v1/users/{USER}/snapshot").status_code == 401
+    finally:
+        server.terminate()
+        server.wait(timeout=30)

@@ -24,6 +24,7 @@ from connectors.redis_memory import RedisMemory
 from jobs.api import create_app
 from jobs.api_keys import ApiKeyring
 from jobs.memory_service import (
+    POOL_MIN,
     KafkaActionPublisher,
     MemoryService,
     MemoryStores,
@@ -274,6 +275,23 @@ def test_as_of_travels_along_the_phone_number_chain(
         ("555-0199", t1, None),
     ]
     assert chain[1].supersedes == chain[0].fact_id and chain[1].version == 2
+
+
+def test_the_current_version_is_found_behind_a_pool_full_of_closed_ones(
+    service: MemoryService, pipeline: Pipeline, encoder: Encoder, tenant: str
+) -> None:
+    query = "what is the door code"
+    close, far = encoder.embed_texts([query, "the garden has three apple trees"])
+    versions = POOL_MIN + 5  # more closed versions nearer the query than one pool holds
+    for n in range(versions):
+        code = pipeline.fact("door_code", f"{1000 + n}", is_update=n > 0)
+        last = n == versions - 1
+        pipeline.say(code, NOW - (versions - n) * timedelta(hours=1), vector=far if last else close)
+
+    [hit] = service.recall(tenant, USER, query, k=1)
+    assert (hit.object, hit.valid_until) == (f"{1000 + versions - 1}", None)
+    history = service.recall(tenant, USER, query, k=3, include_history=True)
+    assert all(h.valid_until is not None for h in history)  # the nearest are the closed ones
 
 
 def test_a_negated_fact_is_recalled_as_a_negation(

@@ -33,7 +33,7 @@ from jobs.memory_service import MemoryService, MemoryStores
 from memstream.settings import Settings
 
 # Examples per operation: every operation is tried with valid and invalid data
-# through the real stores; 60 keeps the run near two minutes on the 2-core
+# through the real stores; 60 keeps the run under three minutes on the 2-core
 # dev machine while covering every parameter's boundaries.
 EXAMPLES_PER_OPERATION = 60
 KEY = new_key()

@@ -135,9 +135,14 @@ def test_reads_with_a_key_never_show_b(
     app_client: TestClient, tenants: dict[str, list[SeededUser]], keys: dict[str, str]
 ) -> None:
     own = tenants["a"][0]
+    b_tenant = tenants["b"][0].tenant
+    # Attempts to name the tenant beside the key: headers and a query parameter.
+    overrides = {"X-Tenant-Id": b_tenant, "X-Tenant": b_tenant, "X-Forwarded-User": b_tenant}
     for user in (SHARED, B_ONLY):
         for method, path, kwargs in read_requests(user):
-            response = app_client.request(method, path, headers=as_(keys, "a"), **kwargs)
+            params = {**kwargs.pop("params", {}), "tenant_id": b_tenant, "tenant": b_tenant}
+            headers = as_(keys, "a") | overrides
+            response = app_client.request(method, path, headers=headers, params=params, **kwargs)
             assert response.status_code == 200, (path, response.text)
             assert b_markers_in(response.text, tenants) == [], path
             if user == SHARED and "history" not in path:  # the probe can see A's memory

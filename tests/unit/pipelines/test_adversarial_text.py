@@ -61,7 +61,7 @@ def test_noise_yields_no_facts(extractor: FactExtractor, text: str) -> None:
 
 def test_hundred_kilobytes_of_chatter_yields_no_facts(extractor: FactExtractor) -> None:
     sentence = "The weather was nice and the sky was blue over the hills. "
-    text = (sentence * (MAX_TURN_CHARS // len(sentence)))[:MAX_TURN_CHARS]
+    text = (sentence * (MAX_TURN_CHARS // len(sentence) + 1))[:MAX_TURN_CHARS]
     assert len(text) == MAX_TURN_CHARS
     assert run(extractor, text) == []
 
