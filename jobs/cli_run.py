@@ -14,23 +14,15 @@ and the memory report of every sample user (jobs/memory_report.py).
 from __future__ import annotations
 
 import json
-import os
-import signal
-import subprocess
-import sys
-import time
 from dataclasses import dataclass
 from datetime import datetime
-from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
-from rich.progress import Progress
 from rich.table import Table
 
-from connectors import kafka_admin
 from connectors.kafka_io import (
     DeadLetterPublisher,
     DeliveryFailed,
@@ -38,38 +30,19 @@ from connectors.kafka_io import (
     end_offsets,
     read_topic,
 )
-from connectors.kafka_offsets import OffsetReader, OffsetsUnavailable
+from connectors.kafka_offsets import OffsetsUnavailable
 from jobs.cli_publish import EXIT_BAD_LINES, EXIT_BROKER, EXIT_USAGE, publish_lines
+from jobs.pipeline_run import Engine, PipelineFailed, run_until_applied
 from memstream.settings import Settings, get_settings
-from schemas.topics import INPUT_TOPICS, MEMORY_DLQ, MEMORY_OPS
+from schemas.topics import INPUT_TOPICS, MEMORY_DLQ
 
 if TYPE_CHECKING:
     from infra import StartReport
 
-_REPO_ROOT = Path(__file__).resolve().parent.parent
-SAMPLE_DIR = _REPO_ROOT / "data" / "sample"
-# The jobs' default group ids (jobs/cli_worker.py, jobs/cli_flink.py, jobs/cli_sink.py).
-_FAUST_GROUP = "memstream-ingest"
-_FLINK_GROUP = "memstream-ingest-flink"
-_SINK_GROUP = "memstream-sink"
-_SPOOLED_STORES = ("chroma", "neo4j")  # the stores with a spool (jobs/sink_job.py)
-# The sample (~400 events) takes about a minute on 2 cores, most of it loading
-# the NLP models (Faust) or starting the Flink mini-cluster; 10 min means stuck.
-_RUN_TIMEOUT_S = 600.0
-_POLL_S = 0.5  # how often progress is sampled
-# A job finishes its batch in hand on SIGTERM; the Flink mini-cluster and
-# Faust's shutdown take several seconds on 2 cores.
-_STOP_TIMEOUT_S = 60.0
+SAMPLE_DIR = Path(__file__).resolve().parent.parent / "data" / "sample"
 
 _out = Console(highlight=False)
 _err = Console(stderr=True, highlight=False, soft_wrap=True)
-
-
-class Engine(StrEnum):
-    """Stream engines that run the ingest job."""
-
-    FAUST = "faust"
-    FLINK = "flink"
 
 
 @dataclass(frozen=True)
@@ -156,125 +129,6 @@ def _table(counts: list[TopicCount]) -> Table:
     return table
 
 
-@dataclass
-class _Job:
-    """A job subprocess and its log file."""
-
-    name: str
-    process: subprocess.Popen[bytes]
-    log: Path
-
-    def tail(self, chars: int = 2000) -> str:
-        return self.log.read_text(errors="replace")[-chars:]
-
-
-def _spawn(name: str, args: list[str], settings: Settings) -> _Job:
-    log = settings.state_dir / "logs" / f"run-{name}.log"
-    log.parent.mkdir(parents=True, exist_ok=True)
-    # The NLP libraries must never reach for a model hub (STACK.md).
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
-    with log.open("ab") as out:
-        process = subprocess.Popen(  # noqa: S603 - our own interpreter and modules
-            [sys.executable, "-m", *args], cwd=_REPO_ROOT, env=env, stdout=out, stderr=out
-        )
-    return _Job(name, process, log)
-
-
-def _stop(job: _Job) -> None:
-    if job.process.poll() is None:
-        job.process.send_signal(signal.SIGTERM)
-        try:
-            job.process.wait(timeout=_STOP_TIMEOUT_S)
-        except subprocess.TimeoutExpired:
-            job.process.kill()
-            job.process.wait()
-
-
-@dataclass(frozen=True)
-class _Progress:
-    """Offsets a group has committed and the ends it must reach, summed over partitions."""
-
-    committed: int
-    end: int
-
-    @property
-    def done(self) -> bool:
-        return self.committed >= self.end
-
-
-def _progress(reader: OffsetReader, bootstrap: str, group: str, topics: list[str]) -> _Progress:
-    counts = kafka_admin.partition_counts(bootstrap, topics)
-    positions = [(t, p) for t, n in counts.items() for p in range(n)]
-    ends = reader.log_ends(positions)
-    committed = reader.committed(group) if group in reader.groups() else {}
-    return _Progress(
-        committed=sum(min(committed.get(pos, 0), end) for pos, end in ends.items()),
-        end=sum(ends.values()),
-    )
-
-
-def _spooled(settings: Settings, store_namespace: str | None) -> int:
-    import redis  # here: see _print_report
-
-    from connectors.redis_memory import RedisSpool
-    from jobs.sink_job import spool_namespace
-
-    client = redis.Redis.from_url(settings.redis.url, decode_responses=True)
-    return sum(
-        RedisSpool(client, namespace=spool_namespace(store_namespace, store)).spool_depth()
-        for store in _SPOOLED_STORES
-    )
-
-
-def _wait_applied(
-    settings: Settings, engine: Engine, ingest: _Job, sink: _Job, namespace: str
-) -> None:
-    """Show progress until the sample is ingested and applied; raise RuntimeError on failure."""
-    bootstrap = settings.kafka.bootstrap
-    reader = OffsetReader(bootstrap)
-    inputs = [namespace + t for t in INPUT_TOPICS]
-    ingest_group = namespace + (_FLINK_GROUP if engine is Engine.FLINK else _FAUST_GROUP)
-    deadline = time.monotonic() + _RUN_TIMEOUT_S
-    with Progress(console=_err, transient=False) as progress:
-        events = progress.add_task(f"ingest ({engine.value}): events", total=None)
-        ops = progress.add_task("sink: operations applied", total=None)
-        while time.monotonic() < deadline:
-            if sink.process.poll() is not None:
-                raise RuntimeError(
-                    f"the sink job exited ({sink.process.returncode}):\n{sink.tail()}"
-                )
-            code = ingest.process.poll()
-            bounded_done = engine is Engine.FLINK and code == 0
-            if code is not None and not bounded_done:
-                raise RuntimeError(f"the ingest job exited ({code}):\n{ingest.tail()}")
-            read = _progress(reader, bootstrap, ingest_group, inputs)
-            applied = _progress(
-                reader, bootstrap, namespace + _SINK_GROUP, [namespace + MEMORY_OPS]
-            )
-            progress.update(events, completed=read.committed, total=read.end)
-            progress.update(ops, completed=applied.committed, total=applied.end)
-            ingested = bounded_done or read.done
-            if ingested and applied.done and _spooled(settings, namespace or None) == 0:
-                return
-            time.sleep(_POLL_S)
-    raise RuntimeError(f"the sample was not applied within {_RUN_TIMEOUT_S:.0f} s")
-
-
-def _ingest_args(engine: Engine, namespace: str) -> list[str]:
-    if engine is Engine.FLINK:
-        # Bounded to what the input topics hold now (the sample was published
-        # first); a short checkpoint interval makes the outputs visible sooner.
-        return [
-            "jobs.cli_flink",
-            "--namespace",
-            namespace,
-            "--until-end",
-            "--checkpoint-interval",
-            "5",
-        ]
-    return ["jobs.cli_worker", "--namespace", namespace]
-
-
 def _print_report(settings: Settings, sample_dir: Path, namespace: str) -> None:
     # Imported here: chromadb and the Neo4j driver take seconds to import,
     # which `memstream --help` (and `memstream worker`, importing Engine) should not wait for.
@@ -328,21 +182,11 @@ def run(
         _err.print(f"error: {exc}", markup=False)
         raise typer.Exit(EXIT_BROKER) from None
     _out.print(_table(counts))
-    sink_args = ["jobs.cli_sink", "--namespace", namespace]
-    if namespace:
-        sink_args += ["--store-namespace", namespace]
-    jobs = [
-        _spawn("sink", sink_args, settings),
-        _spawn(engine.value, _ingest_args(engine, namespace), settings),
-    ]
     try:
-        _wait_applied(settings, engine, jobs[1], jobs[0], namespace)
-    except (RuntimeError, OffsetsUnavailable) as exc:
+        run_until_applied(settings, engine, namespace, _err)
+    except (PipelineFailed, OffsetsUnavailable) as exc:
         _err.print(f"error: {exc}", markup=False)
         raise typer.Exit(EXIT_BROKER) from None
-    finally:
-        for job in reversed(jobs):  # ingest first: the sink then finishes what it produced
-            _stop(job)
     _print_report(settings, SAMPLE_DIR, namespace)
     if any(c.dead_lettered or c.read_back != c.published for c in counts):
         raise typer.Exit(EXIT_BAD_LINES)

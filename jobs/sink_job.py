@@ -23,7 +23,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -36,18 +36,17 @@ from pydantic import ValidationError
 from connectors.chroma_memory import ChromaMemory
 from connectors.kafka_io import KeyedProducer, consumer
 from connectors.neo4j_memory import Neo4jMemory
-from connectors.protocols import DEFAULT_CHUNK_SIZE, BackpressureError, BatchingSink
-from connectors.redis_memory import RedisMemory, RedisSpool
+from connectors.protocols import DEFAULT_CHUNK_SIZE
+from connectors.redis_memory import RedisMemory
 from jobs import sink_metrics as metrics
+from jobs.sink_lane import Clock, StoreLane, StoreUnavailable
 from memstream.settings import Settings
-from pipelines.backpressure import BackpressureConfig, StorePolicy
+from pipelines.backpressure import BackpressureConfig
 from schemas.deadletter import DeadLetter, DeadLetterReason
 from schemas.ops import MemoryOperation
 from schemas.topics import MEMORY_DLQ, MEMORY_OPS
 
 log = logging.getLogger(__name__)
-
-Clock = Callable[[], float]
 
 
 @dataclass(frozen=True)
@@ -108,136 +107,6 @@ class SinkConfig:
     def topic(self, name: str) -> str:
         """A topic name, namespaced."""
         return self.topic_namespace + name
-
-
-def spool_namespace(store_namespace: str | None, store: str) -> str:
-    """The Redis namespace of one store's spool (``RedisSpool`` keeps one stream per namespace)."""
-    return f"{store_namespace}.spool-{store}" if store_namespace else f"spool-{store}"
-
-
-class StoreUnavailable(RuntimeError):
-    """A store without a fallback (working memory) could not be written; retry the batch."""
-
-
-@dataclass
-class Fallback:
-    """A store's spool and the policy deciding when it is used."""
-
-    spool: RedisSpool
-    policy: StorePolicy
-
-
-class StoreLane:
-    """One store as the job drives it: direct writes, or its spool, and the drain."""
-
-    def __init__(
-        self,
-        name: str,
-        sink: BatchingSink,
-        fallback: Fallback | None = None,
-        *,
-        clock: Clock = time.monotonic,
-    ) -> None:
-        """``fallback`` None: errors surface as StoreUnavailable (the working tier)."""
-        self.name = name
-        self.sink = sink
-        self.fallback = fallback
-        self.clock = clock
-        if fallback is not None:
-            metrics.SPOOL_DEPTH.labels(name).set(fallback.spool.spool_depth())
-
-    @classmethod
-    def spooled(
-        cls,
-        sink: BatchingSink,
-        client: redis.Redis,
-        *,
-        store_namespace: str | None,
-        config: BackpressureConfig,
-        clock: Clock = time.monotonic,
-    ) -> StoreLane:
-        """A lane with a Redis spool; operations left there by an earlier run go first."""
-        name = sink.store_name
-        spool = RedisSpool(client, namespace=spool_namespace(store_namespace, name))
-        left = spool.spool_depth() > 0
-        policy = StorePolicy(name, config, spooled=left, now=clock())
-        return cls(name, sink, Fallback(spool, policy), clock=clock)
-
-    def apply(self, ops: Sequence[MemoryOperation]) -> None:
-        """Write (or spool) the operations addressed to this store, in order."""
-        self.drain_if_due()
-        mine = [op for op in ops if self.sink.tier in op.tiers]
-        if not mine:
-            return
-        fallback = self.fallback
-        if fallback is not None and not fallback.policy.direct:
-            self._spool(fallback, mine)
-            return
-        started = self.clock()
-        try:
-            self.sink.write(mine)
-            self.sink.flush()
-        except BackpressureError as exc:
-            if fallback is None:
-                raise StoreUnavailable(str(exc)) from exc
-            # The unapplied ones are the oldest of this store's backlog: spool
-            # them first, and everything after them follows them there.
-            self._spool(fallback, exc.operations)
-            reason = fallback.policy.record_failure(self.clock())
-            metrics.FALLBACK_ACTIVATIONS.labels(self.name, reason.value).inc()
-            log.warning("%s: falling back to the spool: %s", self.name, exc)
-            return
-        elapsed = self.clock() - started
-        metrics.OPS_WRITTEN.labels(self.name, "direct").inc(len(mine))
-        metrics.WRITE_SECONDS.labels(self.name).observe(elapsed)
-        if fallback is not None:
-            tripped = fallback.policy.record_write(elapsed, self.clock())
-            if tripped is not None:
-                metrics.FALLBACK_ACTIVATIONS.labels(self.name, tripped.value).inc()
-                log.warning(
-                    "%s: writes over the %.3f s budget (last %.3f s): falling back to the spool",
-                    self.name,
-                    fallback.policy.config.latency_budget_s,
-                    elapsed,
-                )
-
-    def drain_if_due(self) -> None:
-        """Replay the spool when the policy says it is time to probe the store."""
-        fallback = self.fallback
-        if fallback is None or not fallback.policy.probe_due(self.clock()):
-            return
-        spool = fallback.spool
-        try:
-            drained = spool.drain(self._write_drained, self.sink.chunk_size)
-        except BackpressureError as exc:
-            fallback.policy.record_drain(completed=False, now=self.clock())
-            log.info(
-                "%s: still unavailable, %d op(s) spooled: %s", self.name, spool.spool_depth(), exc
-            )
-        else:
-            took = fallback.policy.record_drain(completed=True, now=self.clock())
-            if took is not None:
-                metrics.DRAIN_SECONDS.labels(self.name).observe(took)
-            log.info("%s: spool drained (%d op(s)); direct writes resume", self.name, drained)
-        metrics.SPOOL_DEPTH.labels(self.name).set(spool.spool_depth())
-
-    def _write_drained(self, ops: list[MemoryOperation]) -> None:
-        started = self.clock()
-        self.sink.write(ops)
-        self.sink.flush()
-        elapsed = self.clock() - started
-        metrics.OPS_WRITTEN.labels(self.name, "drain").inc(len(ops))
-        budget = self.sink.latency_budget_s
-        if elapsed > budget:
-            # Applied, but the store is still slow: the batch stays spooled (a
-            # replay is harmless) and the store keeps spooling.
-            raise BackpressureError(self.name, f"drain batch took {elapsed:.3f}s > {budget}s", [])
-
-    def _spool(self, fallback: Fallback, ops: Sequence[MemoryOperation]) -> None:
-        if ops:
-            fallback.spool.spool(ops)
-            metrics.OPS_SPOOLED.labels(self.name).inc(len(ops))
-            metrics.SPOOL_DEPTH.labels(self.name).set(fallback.spool.spool_depth())
 
 
 def open_lanes(config: SinkConfig, clock: Clock = time.monotonic) -> list[StoreLane]:
@@ -352,10 +221,3 @@ class SinkJob:
         )
         dlq = self.config.topic(MEMORY_DLQ)
         self.dead_letters.send(dlq, letter.model_dump_json().encode("utf-8"), key=letter.key)
-
-
-def run_sink(config: SinkConfig, stop: threading.Event) -> SinkJob:
-    """Open the stores and run the job until ``stop`` is set; returns the finished job."""
-    job = SinkJob(config, open_lanes(config))
-    job.run(stop)
-    return job

@@ -11,7 +11,7 @@ import typer
 
 DATA_DIR = Path(__file__).resolve().parent.parent / "data" / "ner"
 # 20 epochs: dev loss flattened by then with the settings in
-# pipelines/ner/training.py (~20 min on a busy 2-core machine, ~60 s per epoch).
+# pipelines/ner/training.py (26 min on the shared, busy 2-core machine; ~20 s per idle epoch).
 DEFAULT_EPOCHS = 20
 DEFAULT_SEED = 13
 

@@ -41,7 +41,6 @@ from ingest_helpers import (
     Message,
     Outputs,
     Worker,
-    committed,
     create_topics,
     delete_topics,
     parse_op,
@@ -52,6 +51,7 @@ from ingest_helpers import (
 )
 
 from connectors.kafka_io import Record, end_offsets, read_topic
+from connectors.kafka_offsets import OffsetReader
 from jobs.ingest_flink import latest_checkpoint
 from jobs.stages import load_pipeline, run_batch
 from memstream.settings import Settings
@@ -186,7 +186,8 @@ def kill_mid_phase(job: FlinkJob, topic: str) -> tuple[FlinkJob, dict[tuple[str,
         assert time.monotonic() < deadline, f"no new ops:\n{job.log_tail()}"
         time.sleep(0.1)
     job.kill()
-    return job.resume(), committed(bootstrap, job.namespace, [source])
+    positions = OffsetReader(bootstrap).committed(job.namespace + GROUP_ID)
+    return job.resume(), {p: n for p, n in positions.items() if p[0] == source}
 
 
 @pytest.fixture(scope="module")
@@ -285,8 +286,7 @@ def test_job_emits_exactly_the_pipelines_ops_across_a_sigkill(
     run: Run, pipeline: IngestPipeline
 ) -> None:
     # Killed mid-phase: the phase's offsets were not all committed.
-    assert run.committed_at_kill.keys() == run.ends_at_kill.keys()
-    assert any(run.committed_at_kill[p] < end for p, end in run.ends_at_kill.items())
+    assert any(run.committed_at_kill.get(p, 0) < end for p, end in run.ends_at_kill.items())
     # Each op once (written_ops fails on a repeat: a resume from scratch would
     # repeat the turns' ops), none lost with the aborted transaction.
     assert_same_ops(written_ops(run.flink), reference_ops(pipeline, run.inputs, PHASES))

@@ -14,6 +14,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 from fastapi.testclient import TestClient
 
@@ -283,10 +284,13 @@ def test_the_current_version_is_found_behind_a_pool_full_of_closed_ones(
     query = "what is the door code"
     close, far = encoder.embed_texts([query, "the garden has three apple trees"])
     versions = POOL_MIN + 5  # more closed versions nearer the query than one pool holds
+    rng = np.random.default_rng(5)
     for n in range(versions):
         code = pipeline.fact("door_code", f"{1000 + n}", is_update=n > 0)
-        last = n == versions - 1
-        pipeline.say(code, NOW - (versions - n) * timedelta(hours=1), vector=far if last else close)
+        # Distinct vectors: HNSW cannot route a filtered search through exact duplicates.
+        near = np.asarray(close) + 0.05 * rng.standard_normal(len(close))
+        vector = far if n == versions - 1 else list(near / np.linalg.norm(near))
+        pipeline.say(code, NOW - (versions - n) * timedelta(hours=1), vector=vector)
 
     [hit] = service.recall(tenant, USER, query, k=1)
     assert (hit.object, hit.valid_until) == (f"{1000 + versions - 1}", None)
