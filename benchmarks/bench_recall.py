@@ -15,7 +15,9 @@ Items are fact versions of one user with seeded random unit vectors (384-d,
 MiniLM's width) written through the Chroma tier writer (UPSERT_FACT operations
 in chunks of 256): generating real MiniLM vectors for 100k items would take
 ~4 minutes of the 2 cores and measures the encoder, not recall. Random
-vectors are the hard case for HNSW (no clusters), so recall@k is a lower bound.
+384-d vectors are HNSW's worst case: every pairwise cosine is ~0 +- 0.05, so the
+exact top-k is nearly arbitrary and recall@k here is a lower bound, not what
+clustered MiniLM vectors get. Recall ranks a pool of 5 x k HNSW candidates.
 
 Run (services from ``memstream infra up``)::
 

@@ -17,7 +17,6 @@ import json
 import re
 import secrets
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 
 # Same alphabet as schemas._base.Identifier: a tenant id becomes part of Kafka
@@ -33,19 +32,6 @@ MAX_KEY_CHARS = 256
 
 class ApiKeyError(ValueError):
     """The key configuration is invalid (the message never contains a key)."""
-
-
-@dataclass(frozen=True)
-class ApiKeySettings:
-    """Where the key → tenant map comes from.
-
-    Mirrors the ``api`` section the settings object will carry
-    (``MEMSTREAM_API__KEYS`` as JSON, ``MEMSTREAM_API__KEYS_FILE`` as a path);
-    both sources are merged.
-    """
-
-    keys: Mapping[str, str] = field(default_factory=dict)
-    keys_file: Path | None = None
 
 
 class ApiKeyring:
@@ -94,15 +80,15 @@ def _read_file(path: Path) -> dict[str, str]:
     return data
 
 
-def load_keyring(config: ApiKeySettings) -> ApiKeyring:
-    """The keyring of the inline keys plus those of the keys file.
+def load_keyring(keys: Mapping[str, str], keys_file: Path | None = None) -> ApiKeyring:
+    """The keyring of the inline keys (settings ``api.keys``) plus those of the keys file.
 
     Raises ApiKeyError when a key is listed twice for different tenants or a
     key or tenant is malformed.
     """
-    merged = dict(config.keys)
-    if config.keys_file is not None:
-        for key, tenant in _read_file(config.keys_file).items():
+    merged = dict(keys)
+    if keys_file is not None:
+        for key, tenant in _read_file(keys_file).items():
             if merged.setdefault(key, tenant) != tenant:
                 raise ApiKeyError(f"a key of tenant {tenant!r} is also configured for another")
     return ApiKeyring(merged)

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.console import Console
 
-from jobs.api_keys import ApiKeyError, ApiKeyring, ApiKeySettings, load_keyring
+from jobs.api_keys import ApiKeyError, ApiKeyring, load_keyring
 from memstream.settings import get_settings
 
 if TYPE_CHECKING:
@@ -57,12 +57,16 @@ class Transport(StrEnum):
 
 def _keyring(keys_file: Path | None) -> ApiKeyring:
     try:
-        keyring = load_keyring(ApiKeySettings(keys_file=keys_file))
+        api = get_settings().api
+        keyring = load_keyring(api.keys, keys_file or api.keys_file)
     except ApiKeyError as exc:
         _err.print(f"error: {exc}", markup=False)
         raise typer.Exit(EXIT_USAGE) from None
     if not len(keyring):
-        _err.print("error: no API keys configured: pass --keys-file")
+        _err.print(
+            "error: no API keys configured: pass --keys-file, or set MEMSTREAM_API__KEYS "
+            "(JSON key -> tenant) or MEMSTREAM_API__KEYS_FILE"
+        )
         raise typer.Exit(EXIT_USAGE)
     return keyring
 
@@ -92,14 +96,15 @@ def serve(
 
 def mcp(
     key_file: Annotated[
-        Path,
+        Path | None,
         typer.Option(
             "--key-file",
             exists=True,
             dir_okay=False,
-            help="File holding this server's API key: its tenant is the one the tools serve.",
+            help="File holding this server's API key: its tenant is the one the tools serve "
+            "(default: MEMSTREAM_API__MCP_KEY).",
         ),
-    ],
+    ] = None,
     keys_file: KeysFile = None,
     transport: Annotated[Transport, typer.Option(help="MCP transport.")] = Transport.STDIO,
     host: Annotated[str, typer.Option(help="Interface (HTTP transports).")] = DEFAULT_HOST,
@@ -111,7 +116,13 @@ def mcp(
     from jobs.mcp_server import mcp_server_for_key
 
     keyring = _keyring(keys_file)
-    api_key = key_file.read_text(encoding="utf-8").strip()
+    if key_file is not None:
+        api_key = key_file.read_text(encoding="utf-8").strip()
+    elif (configured := get_settings().api.mcp_key) is not None:
+        api_key = configured.get_secret_value()
+    else:
+        _err.print("error: no key to serve: pass --key-file or set MEMSTREAM_API__MCP_KEY")
+        raise typer.Exit(EXIT_USAGE)
     try:
         server = mcp_server_for_key(_service(), keyring, api_key, host=host, port=port)
     except ApiKeyError as exc:

@@ -94,6 +94,15 @@ class ChromaSettings(_Section):
     path: Path | None = None  # embedded data dir; default <state_dir>/chroma
 
 
+class ApiSettings(_Section):
+    """Who may call the HTTP API and the MCP server: API keys map to tenants."""
+
+    # MEMSTREAM_API__KEYS='{"<key>": "<tenant>"}'; merged with the keys file.
+    keys: dict[str, str] = Field(default_factory=dict, repr=False)
+    keys_file: Path | None = None  # a JSON object of key -> tenant
+    mcp_key: SecretStr | None = None  # the key `memstream mcp` serves (its tenant)
+
+
 class Settings(BaseSettings):
     """All of memstream's configuration, with documented defaults."""
 
@@ -120,6 +129,7 @@ class Settings(BaseSettings):
     chroma: ChromaSettings = ChromaSettings()
     # Review thresholds and TTLs (documented in pipelines/review/config.py);
     # e.g. MEMSTREAM_REVIEW__COMMIT_THRESHOLD=0.9.
+    api: ApiSettings = ApiSettings()
     review: ReviewConfig = ReviewConfig()
     review_rules: Path | None = None  # None: the packaged pipelines/review/rules.toml
 

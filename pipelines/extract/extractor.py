@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -10,9 +10,11 @@ from pipelines.extract import vocabulary as vocab
 from pipelines.extract.candidates import (
     Candidate,
     dependency_candidates,
+    fragment_candidates,
     lexicon_candidates,
     ner_candidates,
 )
+from pipelines.extract.context import DialogueContext, advance, is_affirmation, turn_topic
 from pipelines.extract.polarity import SPAN_KEY, build_negex, is_hedged, is_negated
 from pipelines.extract.spans import gazetteer_times
 from pipelines.ner.tagger import MODEL_PATH, NerTagger
@@ -30,6 +32,14 @@ SUBJECT = "user"
 CONFIDENCE_STATED = 0.9
 CONFIDENCE_GUESSED_TOPIC = 0.84
 CONFIDENCE_HEDGED = 0.6
+# The user said yes to the agent's concrete offer: as good as stating it, but the
+# object came from the agent's words, so it ranks just under a stated fact.
+CONFIDENCE_CONFIRMED = 0.86
+# Characters of a turn whose sentences can yield facts. The longest dev-set turn
+# is 75 characters and a chat message rarely passes a few hundred; a 100 KB turn
+# is pasted text whose tagging cost minutes of BiLSTM time. Sentences starting
+# past the cap are still parsed (acts, memory cues) but yield no facts.
+MAX_FACT_CHARS = 2000
 # Sentences with these acts state no facts (questions, cancellations, chit-chat).
 NO_FACT_ACTS = frozenset({Intent.CHIT_CHAT, Intent.INQUIRY, Intent.CANCEL_REQUEST, Intent.UNKNOWN})
 ASSERTORS = {Role.USER: Assertor.USER, Role.AGENT: Assertor.AGENT, Role.SYSTEM: Assertor.SYSTEM}
@@ -58,23 +68,39 @@ class FactExtractor:
     def extract_batch(
         self, pairs: Iterable[tuple[DialogueEvent, ParsedTurn]]
     ) -> list[list[ExtractedFact]]:
-        """Facts per turn; all sentences of the batch go through Flair together."""
+        """Facts per turn with no context from earlier batches (each session starts fresh)."""
+        return self.extract_in_context(pairs, {})[0]
+
+    def extract_in_context(
+        self,
+        pairs: Iterable[tuple[DialogueEvent, ParsedTurn]],
+        contexts: Mapping[str, DialogueContext],
+    ) -> tuple[list[list[ExtractedFact]], dict[str, DialogueContext]]:
+        """Facts per turn, reading and advancing each session's ``DialogueContext``.
+
+        ``pairs`` must be in turn order within a session; ``contexts`` (by session
+        id) is not modified: the updated contexts are returned beside the facts.
+        All fact-bearing sentences of the batch go through Flair together.
+        """
         pairs = list(pairs)
         work: list[tuple[int, Any, Any]] = []  # (pair index, doc, sentence)
+        docs: dict[int, Any] = {}
         for i, (event, parsed) in enumerate(pairs):
-            if parsed.is_chit_chat or not parsed.lang.startswith("en"):
+            if not parsed.lang.startswith("en"):
                 continue
-            doc = parsed.doc if parsed.doc is not None else self.parser.nlp(event.text)
+            docs[i] = doc = parsed.doc if parsed.doc is not None else self.parser.nlp(event.text)
+            if parsed.is_chit_chat:
+                continue
             acts = [s.intent for s in parsed.sentences]
             # The parser keeps the non-blank sentences; pair them with their acts.
             sentences = [sent for sent in doc.sents if sent.text.strip()]
             for sent, act in zip(sentences, acts, strict=True):
-                if act not in NO_FACT_ACTS:
+                if sent.start_char < MAX_FACT_CHARS and _states_facts(act, event.role):
                     work.append((i, doc, sent))
         tagged = self.tagger.predict(
             [[t.text for t in sent if not t.is_space] for _, _, sent in work]
         )
-        per_doc: dict[int, list[tuple[Any, list[Candidate], list[Any]]]] = {}
+        per_turn: dict[int, list[tuple[Any, list[Any]]]] = {}
         for (i, doc, sent), spans in zip(work, tagged, strict=True):
             tokens = [t for t in sent if not t.is_space]
             ner = [
@@ -85,20 +111,50 @@ class FactExtractor:
             for span, s in zip(ner, spans, strict=False):
                 span.label_ = s.label
             ner += gazetteer_times(sent, ner)
-            found = list(ner_candidates(sent, ner, pairs[i][0].role is Role.AGENT))
-            found += lexicon_candidates(sent, pairs[i][0].role is Role.AGENT)
-            found += dependency_candidates(sent)
-            per_doc.setdefault(i, []).append((sent, _dedupe(found), ner))
+            per_turn.setdefault(i, []).append((sent, ner))
         results: list[list[ExtractedFact]] = [[] for _ in pairs]
-        for i, sentences in per_doc.items():
-            event, parsed = pairs[i]
-            doc = sentences[0][0].doc
-            doc.spans[SPAN_KEY] = [c.span for _, found, _ in sentences for c in found]
-            self.negex(doc)
-            update = any(s.intent is Intent.CORRECTION for s in parsed.sentences)
-            for sent, found, ner in sentences:
-                results[i].extend(self._facts(event, parsed, sent, found, ner, update))
-        return results
+        updated = dict(contexts)
+        for i, (event, parsed) in enumerate(pairs):
+            context = updated.get(event.session_id) or DialogueContext(session_id=event.session_id)
+            if i in per_turn:
+                results[i] = self._turn_facts(event, parsed, per_turn[i], context)
+            # Only an offer made as a question is accepted by a yes; a yes after an
+            # agent's statement ("Thursday at 11am then." - "Yes.") acknowledges it.
+            if (
+                event.role is Role.USER
+                and context.agent_asked
+                and i in docs
+                and is_affirmation(event.text)
+            ):
+                results[i] += self._confirmed(event, parsed, results[i], context)
+            topic = turn_topic(docs[i]) if i in docs else None
+            updated[event.session_id] = advance(context, event, results[i], topic)
+        return results, updated
+
+    def _turn_facts(
+        self,
+        event: DialogueEvent,
+        parsed: ParsedTurn,
+        sentences: list[tuple[Any, list[Any]]],
+        context: DialogueContext,
+    ) -> list[ExtractedFact]:
+        is_agent = event.role is Role.AGENT
+        topic = context.topic_for(event.turn_index)
+        found_per_sentence = []
+        for sent, ner in sentences:
+            found = list(ner_candidates(sent, ner, is_agent, topic, context.place_topic))
+            found += lexicon_candidates(sent, is_agent)
+            found += dependency_candidates(sent)
+            found += fragment_candidates(sent, found, ner, not is_agent and context.agent_asked)
+            found_per_sentence.append(_dedupe(found))
+        doc = sentences[0][0].doc
+        doc.spans[SPAN_KEY] = [c.span for found in found_per_sentence for c in found]
+        self.negex(doc)
+        update = any(s.intent is Intent.CORRECTION for s in parsed.sentences)
+        facts: list[ExtractedFact] = []
+        for (sent, ner), found in zip(sentences, found_per_sentence, strict=True):
+            facts.extend(self._facts(event, parsed, sent, found, ner, update))
+        return facts
 
     def _facts(
         self,
@@ -153,6 +209,52 @@ class FactExtractor:
                 )
             )
         return facts
+
+    def _confirmed(
+        self,
+        event: DialogueEvent,
+        parsed: ParsedTurn,
+        own: list[ExtractedFact],
+        context: DialogueContext,
+    ) -> list[ExtractedFact]:
+        """The agent's offers the user accepted with a plain yes (asserted by the user)."""
+        stated = {fact.predicate for fact in own}
+        first = parsed.sentences[0] if parsed.sentences else None
+        source = (
+            None
+            if first is None
+            else Span(label="SENTENCE", text=first.text, start=first.start, end=first.end)
+        )
+        hedged = is_hedged(event.text)
+        return [
+            ExtractedFact(
+                tenant_id=event.tenant_id,
+                user_id=event.user_id,
+                session_id=event.session_id,
+                event_id=event.event_id,
+                event_ts=event.ts,
+                subject=SUBJECT,
+                predicate=offer.predicate,
+                object=offer.object,
+                kind=vocab.PREDICATES[offer.predicate],
+                confidence=CONFIDENCE_HEDGED if hedged else CONFIDENCE_CONFIRMED,
+                text=f"{offer.predicate} {offer.object}",
+                intent=parsed.intent.value,
+                asserted_by=Assertor.USER,
+                hedged=hedged,
+                source_span=source,
+                fields={"CONFIRMED": offer.object},
+            )
+            for offer in context.offers
+            if offer.predicate not in stated
+        ]
+
+
+def _states_facts(act: Intent, role: Role) -> bool:
+    """Questions state nothing, except an agent's offer ("Can we deliver on Wednesday?")."""
+    if act is Intent.INQUIRY:
+        return role is Role.AGENT
+    return act not in NO_FACT_ACTS
 
 
 def _dedupe(found: list[Candidate]) -> list[Candidate]:

@@ -23,6 +23,8 @@ EXTRA_TERMS: dict[str, list[str]] = {
         "nothing",
         "neither",
         "nor",
+        "without",
+        "none of",
         "no longer",
         "no more",
         "rather not",
@@ -50,6 +52,13 @@ EXTRA_TERMS: dict[str, list[str]] = {
         "is difficult",
         "is out",
         "not possible",
+        "anymore",
+        "any more",
+        "is no good",
+        "are no good",
+        "is too late",
+        "is too early",
+        "no longer",
     ],
     "pseudo_negations": [
         "not sure",
@@ -80,7 +89,8 @@ _UP_DEPS = frozenset(
 _UP_DEPS |= frozenset({"advmod", "acomp", "oprd", "nmod", "appos", "pcomp", "xcomp", "ccomp"})
 
 
-_NEGATORS = frozenset({"no", "not", "never"})
+# "without onions" and "nor white chocolate" negate what follows them just like "no".
+_NEGATORS = frozenset({"no", "not", "never", "without", "nor"})
 _CLAUSE_BREAKS = frozenset({",", ";", "but", "only", "except", "however", "though"})
 
 

@@ -47,9 +47,13 @@ RULE_WHEN_NEGATED = frozenset(
     }
 )
 
+# "send an engineer on Saturday" is a visit, not a delivery: a person sent (or
+# coming) makes the time an appointment whatever delivery verb carries it.
+VISIT_CUES = frozenset({"engineer", "technician", "repairman", "person", "plumber", "fitter"})
 # Topic cues (lemmas or lower-cased words) that say what a TIME is the time of.
 # Checked in this order: the first topic found in the clause, then the sentence,
-# then the turn wins; without any cue a time is an appointment time.
+# then the session's recent turns (pipelines/extract/context.py) win; without
+# any cue a time is an appointment time.
 TIME_TOPICS: tuple[tuple[str, frozenset[str]], ...] = (
     ("installation_time", frozenset({"install", "installation", "installer", "fibre", "router"})),
     (
@@ -67,8 +71,23 @@ TIME_TOPICS: tuple[tuple[str, frozenset[str]], ...] = (
         ),
     ),
     ("payment_date", frozenset({"pay", "payment", "debit", "invoice", "bill", "month"})),
+    # Last: the default predicate, listed so a booking cue resets a turn-context topic.
+    (
+        "appointment_time",
+        frozenset({"appointment", "book", "booking", "visit", "table"}) | VISIT_CUES,
+    ),
 )
 DEFAULT_TIME_PREDICATE = "appointment_time"
+
+
+def time_topic(lemmas: set[str]) -> str | None:
+    """The predicate the topic cues among ``lemmas`` point to, or None without a cue."""
+    topic = next((predicate for predicate, cues in TIME_TOPICS if lemmas & cues), None)
+    if topic == "delivery_time" and lemmas & VISIT_CUES:
+        return DEFAULT_TIME_PREDICATE
+    return topic
+
+
 PHONE_CUES = frozenset({"number", "phone", "mobile", "call", "reach", "text", "landline", "cell"})
 CODE_CUES = frozenset({"code"})
 METER_CUES = frozenset({"meter", "reading"})

@@ -36,7 +36,7 @@ from ingest_helpers import (
     wait_caught_up,
 )
 
-from connectors.kafka_io import Record, end_offsets, read_topic
+from connectors.kafka_io import Record, read_topic
 from connectors.kafka_offsets import OffsetReader
 from jobs.stages import load_pipeline
 from memstream.settings import Settings
@@ -44,7 +44,7 @@ from pipelines.ingest import SourceRecord
 from pipelines.review import UserMemoryState
 from schemas.deadletter import DeadLetterReason
 from schemas.ops import OpType
-from schemas.topics import CRM_WEBHOOKS, DIALOGUE_EVENTS, MEMORY_OPS, USER_ACTIONS
+from schemas.topics import CRM_WEBHOOKS, DIALOGUE_EVENTS, USER_ACTIONS
 
 PHASES = (DIALOGUE_EVENTS, USER_ACTIONS, CRM_WEBHOOKS)
 BAD_KEY = "acme:mallory"
@@ -152,19 +152,23 @@ def _run(
 def _kill_mid_stream(
     bootstrap: str, namespace: str, source: str, worker: Worker, rng: random.Random, run: Run
 ) -> Worker:
-    """SIGKILL once the worker has produced something new, then start a fresh one."""
-    ops_before = sum(end_offsets(bootstrap, namespace + MEMORY_OPS).values())
+    """SIGKILL once this worker has committed progress on ``source``; start a fresh one.
+
+    Waiting for a commit makes every restart resume from offsets of its own
+    (the resume check below); the random delay after it lands the kill
+    between two batches or inside one (after some outputs, before the states).
+    """
+    reader = OffsetReader(bootstrap)
     ends = log_ends(bootstrap, [source])
+    start = committed(reader, namespace, ends)
     deadline = time.monotonic() + CATCH_UP_TIMEOUT_S
-    while sum(end_offsets(bootstrap, namespace + MEMORY_OPS).values()) == ops_before:
+    while committed(reader, namespace, ends) == start:
         assert worker.alive(), worker.log_tail()
-        assert time.monotonic() < deadline, f"no output from the worker:\n{worker.log_tail()}"
-        time.sleep(0.1)
-    # A random point inside the stream: between two batches or inside one
-    # (after some outputs, before the states or the offset commit).
+        assert time.monotonic() < deadline, f"worker made no progress:\n{worker.log_tail()}"
+        time.sleep(0.2)
     time.sleep(rng.uniform(0.0, 0.5))
     worker.kill()
-    positions = committed(OffsetReader(bootstrap), namespace, ends)
+    positions = committed(reader, namespace, ends)
     assert positions != ends, "killed after the worker had committed the whole topic"
     run.committed_at_kills.append(positions)
     return worker.restart()

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import math
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -127,10 +128,13 @@ class FlinkJob:
         """A new job on the same namespace and log, restoring the newest checkpoint."""
         return FlinkJob(self.settings, self.namespace, self.log_path, *self.args, "--resume")
 
+    @property
+    def checkpoint_dir(self) -> Path:
+        return self.settings.state_dir / "flink" / "checkpoints" / (self.namespace + GROUP_ID)
+
     def checkpoint(self) -> int:
         """The number of the newest completed checkpoint (0: none yet)."""
-        root = self.settings.state_dir / "flink" / "checkpoints" / (self.namespace + GROUP_ID)
-        latest = latest_checkpoint(root)
+        latest = latest_checkpoint(self.checkpoint_dir)
         return int(latest.name.removeprefix("chk-")) if latest is not None else 0
 
     def settle(self, topics: Sequence[str]) -> None:
@@ -222,6 +226,7 @@ def run(settings: Settings, tmp_path_factory: pytest.TempPathFactory) -> Iterato
     finally:
         job.kill()
         worker.kill()
+        shutil.rmtree(job.checkpoint_dir, ignore_errors=True)
         for namespace in (flink_ns, faust_ns):
             delete_topics(bootstrap, namespace)
 

@@ -1,19 +1,24 @@
-"""The MCP tools driven by the SDK's own client: in memory, and over stdio via the CLI."""
+"""The MCP tools driven by the SDK's own client: in memory, and via the CLI over stdio and HTTP."""
 
 from __future__ import annotations
 
 import json
 import os
+import socket
+import subprocess
 import sys
+import time
 import uuid
 from pathlib import Path
 from typing import Any
 
 import anyio
+import httpx
 import pytest
 from api_helpers import SeededUser, call_tools, list_tools, new_key, published_action, seed_user
 from mcp import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.client.streamable_http import streamablehttp_client
 from mcp.server.fastmcp import FastMCP
 from mcp.types import CallToolResult
 from tier_ops import T0, T1
@@ -26,8 +31,8 @@ from schemas.query import ActionReceipt, MemorySnapshot, RecallHit
 
 USER = "u1"
 TOOLS = {"read", "search", "store", "history", "confirm"}
-# The stdio server loads MiniLM and connects to every store before answering.
-STDIO_TIMEOUT_S = 120
+# A CLI server loads MiniLM and connects to every store before answering.
+SERVER_START_TIMEOUT_S = 120
 
 
 @pytest.fixture(scope="module")
@@ -144,36 +149,78 @@ def test_bad_arguments_are_tool_errors(
     assert result.isError
 
 
-def test_stdio_server_from_the_cli(seeded: SeededUser, tmp_path: Path) -> None:
+@pytest.fixture
+def cli_args(seeded: SeededUser, tmp_path: Path) -> list[str]:
+    """``memstream mcp`` run by this interpreter, with a key of the seeded tenant."""
     key = new_key()
     keys_file = tmp_path / "keys.json"
     keys_file.write_text(json.dumps({key: seeded.tenant}))
     key_file = tmp_path / "key"
     key_file.write_text(key + "\n")
-    params = StdioServerParameters(
-        command=sys.executable,
-        args=[
-            "-c",
-            "import typer; from jobs.cli_serve import mcp; typer.run(mcp)",
-            "--key-file",
-            str(key_file),
-            "--keys-file",
-            str(keys_file),
-        ],
-        env=dict(os.environ),  # the offline flags and MEMSTREAM_* reach the server
-    )
+    return [
+        "-c",
+        "import typer; from jobs.cli_serve import mcp; typer.run(mcp)",
+        "--key-file",
+        str(key_file),
+        "--keys-file",
+        str(keys_file),
+    ]
 
-    async def session_run() -> tuple[set[str], CallToolResult]:
-        with anyio.fail_after(STDIO_TIMEOUT_S):
-            async with stdio_client(params) as (read, write), ClientSession(read, write) as s:
-                await s.initialize()
-                names = {tool.name for tool in (await s.list_tools()).tools}
-                return names, await s.call_tool("read", {"user_id": USER})
 
-    names, result = anyio.run(session_run)
+async def tools_and_read(session: ClientSession) -> tuple[set[str], CallToolResult]:
+    await session.initialize()
+    names = {tool.name for tool in (await session.list_tools()).tools}
+    return names, await session.call_tool("read", {"user_id": USER})
+
+
+def assert_served_the_seeded_tenant(
+    answer: tuple[set[str], CallToolResult], seeded: SeededUser
+) -> None:
+    names, result = answer
     assert names == TOOLS
     snapshot = MemorySnapshot.model_validate(structured(result))
     assert (snapshot.tenant_id, snapshot.status) == (
         seeded.tenant,
         {"current_project": seeded.label},
     )
+
+
+def test_stdio_server_from_the_cli(seeded: SeededUser, cli_args: list[str]) -> None:
+    # The whole environment, so the offline flags and MEMSTREAM_* reach the server.
+    params = StdioServerParameters(command=sys.executable, args=cli_args, env=dict(os.environ))
+
+    async def session_run() -> tuple[set[str], CallToolResult]:
+        with anyio.fail_after(SERVER_START_TIMEOUT_S):
+            async with stdio_client(params) as (read, write), ClientSession(read, write) as s:
+                return await tools_and_read(s)
+
+    assert_served_the_seeded_tenant(anyio.run(session_run), seeded)
+
+
+def test_streamable_http_server_from_the_cli(seeded: SeededUser, cli_args: list[str]) -> None:
+    with socket.create_server(("127.0.0.1", 0)) as probe:  # a free port for the server
+        port = probe.getsockname()[1]
+    args = [*cli_args, "--transport", "streamable-http", "--port", str(port)]
+    server = subprocess.Popen([sys.executable, *args], stderr=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}/mcp"
+    try:
+        deadline = time.monotonic() + SERVER_START_TIMEOUT_S
+        while True:
+            assert server.poll() is None and time.monotonic() < deadline, "no MCP server"
+            try:
+                httpx.get(url)
+                break
+            except httpx.TransportError:
+                time.sleep(0.2)
+
+        async def session_run() -> tuple[set[str], CallToolResult]:
+            async with (
+                streamablehttp_client(url) as (read, write, _),
+                ClientSession(read, write) as s,
+            ):
+                return await tools_and_read(s)
+
+        assert_served_the_seeded_tenant(anyio.run(session_run), seeded)
+    finally:
+        server.terminate()
+        server.wait(timeout=30)

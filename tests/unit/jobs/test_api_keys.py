@@ -13,7 +13,6 @@ from jobs.api_keys import (
     MIN_KEY_CHARS,
     ApiKeyError,
     ApiKeyring,
-    ApiKeySettings,
     load_keyring,
 )
 
@@ -60,7 +59,7 @@ def test_malformed_keys_and_tenants_are_refused(mapping: dict[str, str]) -> None
 def test_keys_file_merges_with_inline_keys(tmp_path: Path) -> None:
     keys_file = tmp_path / "keys.json"
     keys_file.write_text(json.dumps({KEY_B: "tenant-b", KEY_A: "tenant-a"}))
-    ring = load_keyring(ApiKeySettings(keys={KEY_A: "tenant-a"}, keys_file=keys_file))
+    ring = load_keyring({KEY_A: "tenant-a"}, keys_file)
     assert (ring.tenant_for(KEY_A), ring.tenant_for(KEY_B)) == ("tenant-a", "tenant-b")
 
 
@@ -77,10 +76,10 @@ def test_bad_keys_files_are_refused_without_echoing_keys(tmp_path: Path, content
     keys_file = tmp_path / "keys.json"
     keys_file.write_text(content)
     with pytest.raises(ApiKeyError) as raised:
-        load_keyring(ApiKeySettings(keys={KEY_A: "tenant-a"}, keys_file=keys_file))
+        load_keyring({KEY_A: "tenant-a"}, keys_file)
     assert KEY_A not in str(raised.value) and KEY_B not in str(raised.value)
 
 
 def test_missing_keys_file_is_refused(tmp_path: Path) -> None:
     with pytest.raises(ApiKeyError):
-        load_keyring(ApiKeySettings(keys_file=tmp_path / "absent.json"))
+        load_keyring({}, tmp_path / "absent.json")
