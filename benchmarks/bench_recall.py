@@ -6,6 +6,8 @@ For each size, in one run against the real services (items accumulate: the
 - ``sdk recall``       — ``MemoryClient.in_process(...).recall(user, query, k)``: MiniLM
   query embedding, Chroma HNSW (k x 5 candidates, marked retrieved), Neo4j and
   Redis reads, hybrid ranking (BM25 + exact fields + time);
+- ``sdk over http``    — the same through ``MemoryClient.over_http`` and the HTTP API
+  (``jobs.api``) under uvicorn on a local port;
 - ``query embedding``  — the MiniLM share of the above, alone;
 - ``numpy brute force``— exact cosine of the same query vectors against every
   item vector held in RAM (one matrix product + argpartition), the baseline;
@@ -32,20 +34,26 @@ from __future__ import annotations
 
 import argparse
 import math
+import socket
 import statistics
 import tempfile
+import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 
 import numpy as np
 import numpy.typing as npt
 import torch
+import uvicorn
 
 from connectors.chroma_memory import ChromaMemory
 from connectors.neo4j_memory import Neo4jMemory
 from connectors.redis_memory import RedisMemory
+from jobs.api import create_app
+from jobs.api_keys import ApiKeyring
 from jobs.memory_service import KafkaActionPublisher, MemoryService, MemoryStores
 from memstream.sdk import MemoryClient
 from pipelines.encode import Encoder
@@ -58,6 +66,7 @@ NOW = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
 DIM = 384
 USER = "u1"
 CHUNK = 256  # connectors.protocols.DEFAULT_CHUNK_SIZE
+API_KEY = "bench-recall-api-key"  # the keyring wants 16+ characters
 WARMUP = 5  # untimed queries per size: caches, index pages, lazy imports
 PREDICATES = ("likes", "owns", "ordered", "visited", "asked_about", "prefers")
 WORDS = [
@@ -124,6 +133,26 @@ def percentiles(samples: list[float]) -> tuple[float, float]:
     return statistics.median(samples) * 1000, cuts[18] * 1000
 
 
+@contextmanager
+def http_server(service: MemoryService, tenant: str) -> Iterator[MemoryClient]:
+    """The HTTP API (``jobs.api``) under uvicorn on a free local port; a client of it."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    app = create_app(service, ApiKeyring({API_KEY: tenant}))
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    while not server.started:
+        time.sleep(0.05)
+    try:
+        with MemoryClient.over_http(f"http://127.0.0.1:{port}", API_KEY) as client:
+            yield client
+    finally:
+        server.should_exit = True
+        thread.join()
+
+
 def timed(fn: Callable[[int], object], n: int) -> list[float]:
     for i in range(WARMUP):
         fn(i)
@@ -178,7 +207,8 @@ def main() -> None:
             embedder=encoder,
             publisher=KafkaActionPublisher(args.kafka),
         )
-        client = MemoryClient.in_process(MemoryService(stores=stores, clock=clock), tenant)
+        service = MemoryService(stores=stores, clock=clock)
+        client = MemoryClient.in_process(service, tenant)
         vectors = np.zeros((0, DIM), dtype=np.float32)
         for size in sizes:
             new = unit_rows(rng, size - len(vectors))
@@ -202,6 +232,12 @@ def main() -> None:
 
             for name, fn in (("sdk recall", sdk), ("query embedding", embed)):
                 rows.append((size, name, *percentiles(timed(fn, args.queries))))
+            with http_server(service, tenant) as remote:
+
+                def http(i: int, over: MemoryClient = remote) -> object:
+                    return over.recall(USER, queries[i % len(queries)], k=args.k)
+
+                rows.append((size, "sdk over http", *percentiles(timed(http, args.queries))))
             rows.append((size, "numpy brute force", *percentiles(timed(brute, args.queries))))
 
             overlaps = []

@@ -4,7 +4,16 @@ from __future__ import annotations
 
 import typer
 
-from jobs import cli_infra, cli_lag, cli_publish, cli_run, cli_schemas, cli_serve, cli_train
+from jobs import (
+    cli_infra,
+    cli_lag,
+    cli_publish,
+    cli_run,
+    cli_schemas,
+    cli_serve,
+    cli_sink,
+    cli_train,
+)
 
 app = typer.Typer(
     name="memstream",
@@ -26,6 +35,7 @@ app.add_typer(cli_train.app, name="train")
 app.command("publish")(cli_publish.publish)
 app.command("run")(cli_run.run)
 app.command("lag")(cli_lag.lag)
+app.command("sink")(cli_sink.sink)
 app.command("serve")(cli_serve.serve)
 app.command("mcp")(cli_serve.mcp)
 

@@ -18,6 +18,7 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
+from connectors.protocols import DEFAULT_CHUNK_SIZE
 from jobs.cli_publish import EXIT_BROKER
 from schemas.topics import MEMORY_OPS
 
@@ -33,14 +34,28 @@ def sink(
         str | None,
         typer.Option(help="Namespace of the Redis keys, Chroma collections and Neo4j nodes."),
     ] = None,
-    group_id: Annotated[str, typer.Option(help="Consumer group id.")] = "memstream-sink",
+    group_id: Annotated[
+        str | None, typer.Option(help="Consumer group id [default: settings sink.group_id].")
+    ] = None,
     batch_size: Annotated[
-        int, typer.Option(min=1, help="Most operations applied (and committed) at once.")
-    ] = 256,
+        int | None,
+        typer.Option(
+            min=1,
+            # One batch is then at most one writer chunk, so a write's latency
+            # is comparable with the budget (connectors/protocols.py).
+            max=DEFAULT_CHUNK_SIZE,
+            help="Most operations applied (and committed) at once "
+            "[default: settings sink.batch_size].",
+        ),
+    ] = None,
     latency_budget_ms: Annotated[
-        float,
-        typer.Option(min=1.0, help="A store writing slower than this falls back to the spool."),
-    ] = 200.0,
+        float | None,
+        typer.Option(
+            min=1.0,
+            help="A store writing slower than this falls back to the spool "
+            "[default: settings sink.latency_budget_ms, 200].",
+        ),
+    ] = None,
     loglevel: Annotated[str, typer.Option(help="Log level: debug, info, warning.")] = "info",
 ) -> None:
     """Run the sink job until Ctrl-C/SIGTERM.
@@ -58,13 +73,15 @@ def sink(
     )
     # The Neo4j driver logs every "constraint already exists" notice at INFO.
     logging.getLogger("neo4j.notifications").setLevel(logging.WARNING)
+    settings = get_settings()
+    budget_ms = latency_budget_ms or settings.sink.latency_budget_ms
     config = SinkConfig.from_settings(
-        get_settings(),
+        settings,
         topic_namespace=namespace,
         store_namespace=store_namespace,
-        group_id=group_id,
-        batch_size=batch_size,
-        backpressure=BackpressureConfig(latency_budget_s=latency_budget_ms / 1000),
+        group_id=group_id or settings.sink.group_id,
+        batch_size=batch_size or settings.sink.batch_size,
+        backpressure=BackpressureConfig(latency_budget_s=budget_ms / 1000),
     )
     try:
         lanes = open_lanes(config)

@@ -172,7 +172,6 @@ def job_configuration(options: FlinkOptions) -> dict[str, str]:
     """The Flink configuration of the job (2.x keys; STACK.md, PyFlink)."""
     values = {
         "pipeline.name": options.job_name,
-        "pipeline.jars": ";".join(options.jars),
         "parallelism.default": str(options.parallelism),
         "execution.runtime-mode": "STREAMING",
         "state.backend.type": "rocksdb",
@@ -372,6 +371,8 @@ def build(env: StreamExecutionEnvironment, settings: Settings, options: FlinkOpt
     for key, value in job_configuration(options).items():
         config.set_string(key, value)
     env.configure(config)
+    # Added to pipeline.jars, not set: `flink run -py` has put flink-python there.
+    env.add_jars(*options.jars)
     env.enable_checkpointing(
         int(options.checkpoint_interval_s * 1000), CheckpointingMode.EXACTLY_ONCE
     )

@@ -207,6 +207,8 @@ class MemoryService:
         _check_ids(tenant_id, user_id)
         if not 1 <= k <= MAX_K:
             raise ValueError(f"k must be between 1 and {MAX_K}")
+        if as_of is not None and as_of.utcoffset() is None:
+            raise ValueError("as_of must be timezone-aware")
         at = as_of or self.clock()
         wanted = set(tiers) if tiers is not None else set(Tier)
         query_vector = np.asarray(self.stores.embedder.embed_texts([query])[0], dtype=np.float32)
@@ -254,9 +256,9 @@ class MemoryService:
         Chroma pre-filters on metadata row by row, so each range condition costs
         time in proportion to the user's items (benchmarks/bench_recall.py, 10k
         items on the shared 2-core machine: recall p50 614 ms with the three
-        validity ranges, 374 ms without). The pool is
-        read without them; only when fewer than ``k`` of a full pool hold at
-        ``at`` (the nearest are mostly closed versions) is it read again with them.
+        validity ranges, 374 ms without). The pool is read without them; only
+        when fewer than ``k`` of a full pool hold at ``at`` (the nearest are
+        mostly closed versions) is it read again with them.
         """
         pool = max(POOL_FACTOR * k, POOL_MIN)
 

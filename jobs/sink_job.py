@@ -21,6 +21,7 @@ pauses and retries the batch instead, committing nothing meanwhile.
 from __future__ import annotations
 
 import logging
+import math
 import threading
 import time
 from collections.abc import Sequence
@@ -126,7 +127,9 @@ def open_lanes(config: SinkConfig, clock: Clock = time.monotonic) -> list[StoreL
     neo4j = Neo4jMemory.connect(
         config.neo4j_uri, config.neo4j_auth, namespace=ns, latency_budget_s=budget
     )
-    working = RedisMemory(client, namespace=ns, latency_budget_s=budget)
+    # No budget for working memory: it has no spool to fall back to, so a slow
+    # Redis is waited for rather than reported as backpressure.
+    working = RedisMemory(client, namespace=ns, latency_budget_s=math.inf)
     for sink in (working, chroma, neo4j):
         sink.setup()
     return [

@@ -94,6 +94,17 @@ class ChromaSettings(_Section):
     path: Path | None = None  # embedded data dir; default <state_dir>/chroma
 
 
+class SinkSettings(_Section):
+    """The sink job that applies memory.ops to the three tiers."""
+
+    group_id: str = "memstream-sink"
+    # One consumed batch is at most one writer chunk (connectors/protocols.py),
+    # so a write's latency is comparable with the budget.
+    batch_size: int = Field(default=256, ge=1, le=256)
+    # DESIGN.md §5: a store slower than 200 ms per write falls back to the spool.
+    latency_budget_ms: float = Field(default=200.0, gt=0)
+
+
 class ApiSettings(_Section):
     """Who may call the HTTP API and the MCP server: API keys map to tenants."""
 
@@ -129,6 +140,7 @@ class Settings(BaseSettings):
     chroma: ChromaSettings = ChromaSettings()
     # Review thresholds and TTLs (documented in pipelines/review/config.py);
     # e.g. MEMSTREAM_REVIEW__COMMIT_THRESHOLD=0.9.
+    sink: SinkSettings = SinkSettings()
     api: ApiSettings = ApiSettings()
     review: ReviewConfig = ReviewConfig()
     review_rules: Path | None = None  # None: the packaged pipelines/review/rules.toml

@@ -19,7 +19,7 @@ from pipelines.extract.polarity import SPAN_KEY, build_negex, is_hedged, is_nega
 from pipelines.extract.spans import gazetteer_times
 from pipelines.ner.tagger import MODEL_PATH, NerTagger
 from pipelines.parse.model import Intent, ParsedTurn
-from pipelines.parse.parser import DialogueParser
+from pipelines.parse.parser import DialogueParser, parsed_head
 from schemas.events import DialogueEvent, Role
 from schemas.facts import Assertor, ExtractedFact, Span
 from schemas.memory import MemoryKind, Polarity
@@ -35,11 +35,6 @@ CONFIDENCE_HEDGED = 0.6
 # The user said yes to the agent's concrete offer: as good as stating it, but the
 # object came from the agent's words, so it ranks just under a stated fact.
 CONFIDENCE_CONFIRMED = 0.86
-# Characters of a turn whose sentences can yield facts. The longest dev-set turn
-# is 75 characters and a chat message rarely passes a few hundred; a 100 KB turn
-# is pasted text whose tagging cost minutes of BiLSTM time. Sentences starting
-# past the cap are still parsed (acts, memory cues) but yield no facts.
-MAX_FACT_CHARS = 2000
 # Sentences with these acts state no facts (questions, cancellations, chit-chat).
 NO_FACT_ACTS = frozenset({Intent.CHIT_CHAT, Intent.INQUIRY, Intent.CANCEL_REQUEST, Intent.UNKNOWN})
 ASSERTORS = {Role.USER: Assertor.USER, Role.AGENT: Assertor.AGENT, Role.SYSTEM: Assertor.SYSTEM}
@@ -88,14 +83,17 @@ class FactExtractor:
         for i, (event, parsed) in enumerate(pairs):
             if not parsed.lang.startswith("en"):
                 continue
-            docs[i] = doc = parsed.doc if parsed.doc is not None else self.parser.nlp(event.text)
+            # Only the head of a huge turn is parsed (and so yields facts): parse.FULL_PARSE_CHARS.
+            doc = parsed.doc if parsed.doc is not None else self.parser.nlp(parsed_head(event.text))
+            docs[i] = doc
             if parsed.is_chit_chat:
                 continue
             acts = [s.intent for s in parsed.sentences]
-            # The parser keeps the non-blank sentences; pair them with their acts.
+            # The parser keeps the non-blank sentences, those of the parsed head first;
+            # pair them with their acts (sentences past the head have no Doc).
             sentences = [sent for sent in doc.sents if sent.text.strip()]
-            for sent, act in zip(sentences, acts, strict=True):
-                if sent.start_char < MAX_FACT_CHARS and _states_facts(act, event.role):
+            for sent, act in zip(sentences, acts[: len(sentences)], strict=True):
+                if _states_facts(act, event.role):
                     work.append((i, doc, sent))
         tagged = self.tagger.predict(
             [[t.text for t in sent if not t.is_space] for _, _, sent in work]

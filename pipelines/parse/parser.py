@@ -22,6 +22,13 @@ PIPE_BATCH_SIZE = 128
 CJK_SHARE = 0.3
 CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 CJK_SENTENCE_END = re.compile(r"(?<=[。！？!?])")
+# Characters of a turn that go through the full spaCy pipeline (and so can yield
+# facts). The longest dev-set turn is 75 characters and a chat message rarely
+# passes a few hundred; a 100 KB turn is pasted text that cost ~8 s of parsing
+# and ~50 s of tagging on 2 cores. Past the cap, sentences are split on their
+# end marks and still get acts and memory cues, but no Doc and so no facts.
+FULL_PARSE_CHARS = 2000
+SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 # Content words kept in the summary: enough to recognise the turn, not to restate it.
 SUMMARY_WORDS = 8
 
@@ -62,7 +69,9 @@ class DialogueParser:
         docs = dict(
             zip(
                 english,
-                self.nlp.pipe((events[i].text for i in english), batch_size=PIPE_BATCH_SIZE),
+                self.nlp.pipe(
+                    (parsed_head(events[i].text) for i in english), batch_size=PIPE_BATCH_SIZE
+                ),
                 strict=True,
             )
         )
@@ -84,6 +93,7 @@ class DialogueParser:
             for sent in doc.sents
             if sent.text.strip()
         ]
+        sentences += _tail_sentences(event, len(doc.text))
         intent = turn_act([s.intent for s in sentences])
         cues = sorted({cue for s in sentences for cue in s.memory_cues})
         chit_chat = all(s.is_chit_chat for s in sentences)
@@ -113,6 +123,42 @@ class DialogueParser:
             is_chit_chat=chit_chat,
             summary=summary,
         ).with_doc(doc)
+
+
+def parsed_head(text: str) -> str:
+    """The part of a turn the full pipeline parses (all of it, unless it is huge).
+
+    A huge turn is cut at the last sentence end within ``FULL_PARSE_CHARS`` (or
+    the last space, for text without sentence marks).
+    """
+    if len(text) <= FULL_PARSE_CHARS:
+        return text
+    window = text[:FULL_PARSE_CHARS]
+    ends = [m.start() for m in SENTENCE_END.finditer(window)]
+    cut = ends[-1] if ends else window.rfind(" ")
+    return text[: cut if cut > 0 else FULL_PARSE_CHARS]
+
+
+def _tail_sentences(event: DialogueEvent, start: int) -> list[ParsedSentence]:
+    """Sentences past the parsed head: split on end marks, acts and cues from text rules."""
+    sentences = []
+    offset = start
+    for piece in SENTENCE_END.split(event.text[start:]):
+        begin = event.text.index(piece, offset) if piece else offset
+        offset = begin + len(piece)
+        if piece.strip():
+            act = sentence_act(piece, event.role)
+            sentences.append(
+                ParsedSentence(
+                    text=piece,
+                    start=begin,
+                    end=offset,
+                    intent=act,
+                    memory_cues=memory_cues(piece),
+                    is_chit_chat=act is Intent.CHIT_CHAT,
+                )
+            )
+    return sentences
 
 
 def _imperative(sent: Any, act: Intent) -> Intent:

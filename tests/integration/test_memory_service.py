@@ -267,6 +267,8 @@ def test_as_of_travels_along_the_phone_number_chain(
     now = service.recall(tenant, USER, "phone number")
     assert "555-0100" in by_object(then) and "555-0199" not in by_object(then)
     assert "555-0199" in by_object(now) and "555-0100" not in by_object(now)
+    with pytest.raises(ValueError, match="timezone"):
+        service.recall(tenant, USER, "phone number", as_of=NOW.replace(tzinfo=None))
     both = service.recall(tenant, USER, "phone number", include_history=True)
     assert {"555-0100", "555-0199"} <= set(by_object(both))
 
