@@ -1,8 +1,10 @@
-"""Extraction quality on the hand-labelled dev set, beside a naive regex baseline.
+"""Extraction quality on the hand-labelled dev and held-out splits, beside a regex baseline.
 
-Run: ``python benchmarks/bench_extract_quality.py`` (HF_HUB_OFFLINE=1, FLAIR_CACHE_ROOT set).
-Prints triple precision/recall/F1, negation recall, polarity accuracy, hedge
-handling, update recall and the compression ratio for both extractors.
+Run: ``python benchmarks/bench_extract_quality.py [--errors]`` (HF_HUB_OFFLINE=1,
+FLAIR_CACHE_ROOT set). Prints triple precision/recall/F1, negation recall,
+polarity accuracy, hedge handling, update recall and the compression ratio for
+both extractors on both splits; each split is extracted in turn order with its
+``DialogueContext`` threaded through, as the ingest job does.
 """
 
 from __future__ import annotations

@@ -145,7 +145,8 @@ class Job:
         self.name = name
         self.group = group
         env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
-        self.log = Path(f"/tmp/bench-ingest-{name}-{os.getpid()}.log")  # noqa: S108
+        slug = name.split()[0]
+        self.log = Path(f"/tmp/bench-ingest-{slug}-{os.getpid()}.log")  # noqa: S108
         with self.log.open("wb") as out:
             self.process = subprocess.Popen(  # noqa: S603 - our interpreter and modules
                 command, cwd=ROOT, env=env, stdout=out, stderr=out

@@ -93,8 +93,9 @@ class WorkerConfig:
     namespace: str = ""
     group_id: str = "memstream-ingest"
     # 64 turns fill one spaCy ``pipe`` batch and one MiniLM batch well (both
-    # several times faster per item batched, pipelines/ingest.py) while a
-    # batch still takes well under a second on 2 cores.
+    # several times faster per item batched, pipelines/ingest.py); measured
+    # here: 40 turns in 1.3-1.6 s on the 2 shared cores at load ~10, so a full
+    # batch stays a few seconds, far inside every Kafka timeout.
     batch_size: int = 64
     # How long a partial batch waits for more records: bounds the added
     # latency at low rates (DESIGN.md: p95 <= 800 ms end to end).

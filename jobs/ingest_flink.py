@@ -164,8 +164,17 @@ class FlinkOptions:
 def latest_checkpoint(checkpoint_dir: Path) -> Path | None:
     """The newest completed checkpoint (``<run>/chk-N`` holding ``_metadata``), if any."""
     completed = checkpoint_dir.glob("*/chk-*/_metadata")
-    newest = max(completed, key=lambda m: m.stat().st_mtime, default=None)
+    newest = max(completed, key=_written_at, default=None)
     return newest.parent if newest is not None else None
+
+
+def _written_at(path: Path) -> float:
+    # A running job deletes the checkpoint its new one subsumes: one may go
+    # between the listing and this look (it then counts as the oldest).
+    try:
+        return path.stat().st_mtime
+    except FileNotFoundError:
+        return float("-inf")
 
 
 def job_configuration(options: FlinkOptions) -> dict[str, str]:
@@ -392,10 +401,9 @@ def build(env: StreamExecutionEnvironment, settings: Settings, options: FlinkOpt
 
 def run(settings: Settings, options: FlinkOptions) -> None:
     """Build the job and execute it: until stopped, or until the end offsets (``until_end``)."""
-    # The gateway JVM (local runs) is started by PyFlink from these variables.
-    os.environ.setdefault(
-        "JAVA_HOME", str(toolchain.find_java(settings.java_home).resolve().parent.parent)
-    )
+    # The gateway JVM (local runs) is started by PyFlink from these variables;
+    # find_java honours settings.java_home, then $JAVA_HOME, then PATH.
+    os.environ["JAVA_HOME"] = str(toolchain.find_java(settings.java_home).resolve().parent.parent)
     log_dir = settings.state_dir / "logs" / "flink"
     log_dir.mkdir(parents=True, exist_ok=True)
     os.environ.setdefault("FLINK_LOG_DIR", str(log_dir))

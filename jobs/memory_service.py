@@ -186,7 +186,7 @@ class MemoryService:
                 raise ValueError("pass settings or stores")
             stores = MemoryStores.open(settings)
         self.stores = stores
-        self.weights = weights or RecallWeights()
+        self.weights = weights or (settings.recall if settings else RecallWeights())
         self.clock = clock
         self._vectors: OrderedDict[str, np.ndarray[Any, np.dtype[np.float32]]] = OrderedDict()
         self._lock = threading.Lock()  # the HTTP API calls from a thread pool

@@ -74,13 +74,16 @@ def run_batch(
 ) -> Batch:
     """Run ``records`` through the pipeline; a record whose stage raises is dead-lettered.
 
+    ``IngestPipeline`` already dead-letters a turn the NLP stages fail on and
+    a review ``ValueError``; this catches what still escapes it (an encoder
+    error, any other exception type), which would otherwise fail the batch.
     ``load_state(key)`` reads a key's persisted state (None: a new user). The
-    batch runs whole first (NLP is several times faster batched). When a stage
+    batch runs whole first (NLP is several times faster batched). When it
     raises, every state the attempt touched is dropped — they are re-read from
     the persisted copies, which the attempt never wrote — and the records run
     one by one: the failing one becomes a ``processing_error`` dead letter
-    naming its stage, the others produce exactly what they would have. The
-    caller persists ``Batch.states`` after publishing the results.
+    naming its stage, the others produce what they would have. The caller
+    persists ``Batch.states`` after publishing the results.
     """
     batch = Batch(results=[])
     try:
@@ -113,16 +116,17 @@ def _state_source(
 
 
 def _processing_error(record: SourceRecord, exc: Exception) -> DeadLetter:
+    stage = failed_stage(exc)
     return DeadLetter.wrap(
         record.value,
         reason=DeadLetterReason.PROCESSING_ERROR,
-        detail=f"{type(exc).__name__}: {exc}",
+        detail=f"{stage} failed: {type(exc).__name__}: {exc}",  # IngestPipeline's wording
         errors=traceback.format_exception_only(exc),
         topic=record.topic,
         partition=record.partition,
         offset=record.offset,
         key=record.key.decode("utf-8", "replace") if record.key is not None else None,
-        stage=failed_stage(exc),
+        stage=stage,
     )
 
 

@@ -15,6 +15,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from pipelines.recall import RecallWeights
 from pipelines.review.config import ReviewConfig
 
 _REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -143,6 +144,8 @@ class Settings(BaseSettings):
     sink: SinkSettings = SinkSettings()
     api: ApiSettings = ApiSettings()
     review: ReviewConfig = ReviewConfig()
+    # score = 0.6·vector + 0.3·keyword + 0.1·time (DESIGN.md §4); e.g. MEMSTREAM_RECALL__TIME=0.2.
+    recall: RecallWeights = RecallWeights()
     review_rules: Path | None = None  # None: the packaged pipelines/review/rules.toml
 
     @property

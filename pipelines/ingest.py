@@ -5,9 +5,12 @@ records plus each key's ``UserMemoryState`` to ``IngestPipeline.process`` and
 publish what comes back. Nothing here knows Kafka, an engine or a store; a
 record is just (topic, partition, offset, key, value).
 
-Order: NLP runs batched over the whole batch (spaCy's ``pipe`` and MiniLM are
-several times faster per item in batches), then review runs record by record
-in offset order, so a user's facts are decided in the order they were said.
+Order: NLP runs batched over the whole batch (spaCy's ``pipe``, Flair and
+MiniLM are several times faster per item in batches), then review runs record
+by record in offset order, so a user's facts are decided in the order they
+were said. The extract stage's per-session turn context lives in the user's
+keyed state beside the review state, so the result never depends on how an
+engine batches records (Flink hands over one at a time, Faust dozens).
 """
 
 from __future__ import annotations
@@ -17,6 +20,9 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from pipelines.actions import action_facts
+from pipelines.extract import FactExtractor
+from pipelines.extract.context import DialogueContext
+from pipelines.parse import DialogueParser
 from pipelines.review import Reviewer, UserMemoryState
 from schemas.deadletter import DeadLetter, DeadLetterReason
 from schemas.events import CrmWebhook, DialogueEvent, InputEvent, UserAction
@@ -48,25 +54,11 @@ class IngestResult:
     dead_letter: DeadLetter | None = None
     facts: list[ExtractedFact] = field(default_factory=list)
     intent: str | None = None
+    replayed: bool = False  # applied before (offset at or below the state's): skipped
 
     @property
     def state_key(self) -> str | None:
         return self.event.key if self.event is not None else None
-
-
-class _Parsed(Protocol):
-    @property
-    def intent(self) -> str: ...
-
-
-class Parser(Protocol):
-    def parse_batch(self, events: Sequence[DialogueEvent]) -> Sequence[_Parsed]: ...
-
-
-class Extractor(Protocol):
-    def extract_batch(
-        self, pairs: Sequence[tuple[DialogueEvent, _Parsed]]
-    ) -> Sequence[list[ExtractedFact]]: ...
 
 
 class FactEncoder(Protocol):
@@ -81,8 +73,8 @@ class IngestPipeline:
 
     def __init__(
         self,
-        parser: Parser,
-        extractor: Extractor,
+        parser: DialogueParser,
+        extractor: FactExtractor,
         crm_extractor: CrmExtractor,
         encoder: FactEncoder,
         reviewer: Reviewer,
@@ -105,10 +97,14 @@ class IngestPipeline:
         re-assign the table value; Flink: ``state.update``).
         """
         results = [self._decode(r) for r in records]
-        self._extract(results)
+        for result in results:
+            if result.event is not None:
+                lineage = _lineage(result.record, result.event)
+                result.replayed = state_for(result.event.key).already_applied(lineage)
+        self._extract(results, state_for)
         encodings = self._encode(results)
         for result in results:
-            if result.event is None or result.dead_letter is not None:
+            if result.event is None or result.dead_letter is not None or result.replayed:
                 continue
             state = state_for(result.event.key)
             lineage = _lineage(result.record, result.event)
@@ -149,19 +145,23 @@ class IngestPipeline:
             )
             return IngestResult(record, dead_letter=letter)
 
-    def _extract(self, results: list[IngestResult]) -> None:
-        turns = [r for r in results if isinstance(r.event, DialogueEvent)]
+    def _extract(
+        self, results: list[IngestResult], state_for: Callable[[str], UserMemoryState]
+    ) -> None:
+        turns = [r for r in results if isinstance(r.event, DialogueEvent) and not r.replayed]
         try:
-            self._extract_turns(turns)
+            self._extract_turns(turns, state_for)
         except Exception:
             # Third-party NLP can fail on any input; redo the batch one turn at
             # a time so only the turn that fails is dead-lettered.
             for result in turns:
                 try:
-                    self._extract_turns([result])
+                    self._extract_turns([result], state_for)
                 except Exception as exc:
                     result.dead_letter = _processing_error(result.record, "parse/extract", exc)
         for result in results:
+            if result.replayed:
+                continue
             try:
                 if isinstance(result.event, CrmWebhook):
                     result.facts = self.crm_extractor(result.event)
@@ -170,13 +170,34 @@ class IngestPipeline:
             except ValueError as exc:
                 result.dead_letter = _processing_error(result.record, "extract", exc)
 
-    def _extract_turns(self, turns: list[IngestResult]) -> None:
+    def _extract_turns(
+        self, turns: list[IngestResult], state_for: Callable[[str], UserMemoryState]
+    ) -> None:
         events = [r.event for r in turns if isinstance(r.event, DialogueEvent)]
         parsed = self.parser.parse_batch(events)
-        facts = self.extractor.extract_batch(list(zip(events, parsed, strict=True)))
-        for result, turn, turn_facts in zip(turns, parsed, facts, strict=True):
-            result.facts = list(turn_facts)
+        for result, turn in zip(turns, parsed, strict=True):
             result.intent = turn.intent
+        # Turn context is per user and session: extract each user's turns (in
+        # offset order) against that user's contexts. Contexts are committed to
+        # the state only after the whole batch succeeded, so the one-at-a-time
+        # retry after a failure starts from the same contexts.
+        by_user: dict[str, list[int]] = {}
+        for i, event in enumerate(events):
+            by_user.setdefault(event.key, []).append(i)
+        updates: list[tuple[UserMemoryState, dict[str, DialogueContext]]] = []
+        for key, rows in by_user.items():
+            state = state_for(key)
+            contexts = {s: DialogueContext.model_validate(c) for s, c in state.dialogue.items()}
+            facts, updated = self.extractor.extract_in_context(
+                [(events[i], parsed[i]) for i in rows], contexts
+            )
+            for i, turn_facts in zip(rows, facts, strict=True):
+                turns[i].facts = list(turn_facts)
+            touched = {events[i].session_id for i in rows}
+            updates.append((state, {s: updated[s] for s in touched if s in updated}))
+        for state, changed in updates:
+            for session, context in changed.items():
+                state.put_dialogue(session, context.model_dump(mode="json"))
 
     def _encode(self, results: list[IngestResult]) -> Mapping[int, list[Encoding | None]]:
         live = [r for r in results if r.dead_letter is None]

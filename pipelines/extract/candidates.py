@@ -67,6 +67,7 @@ FRAGMENT_STOP_NOUNS = frozenset(
         "address",
         "code",
         "reading",
+        "fan",
     }
 )
 ORDER_STATUS = (

@@ -25,10 +25,12 @@ from schemas.memory import Polarity
 # answer, agent confirmation, user follow-up); the dev set has no answer further
 # than that from its cue, and older topics mislabel the next subject.
 TOPIC_TTL_TURNS = 4
-# A user turn that opens with one of these accepts what the agent just offered.
+# A user turn that opens with one of these accepts what the agent just offered;
+# a hedged yes ("Probably.", "I think so") accepts it with a hedge's confidence.
 AFFIRMATION = re.compile(
     r"^\s*(?:yes|yeah|yep|sure|ok(?:ay)?|fine|perfect|great|sounds good|that works"
-    r"|that'?s fine|that suits me|go ahead|please do|deal)\b(?![^.!?]*\b(?:but|not|n't)\b)",
+    r"|that'?s fine|that suits me|go ahead|please do|deal|probably|possibly|maybe|perhaps"
+    r"|i think so|i guess so)\b(?![^.!?]*\b(?:but|not|n't)\b)",
     re.IGNORECASE,
 )
 

@@ -15,8 +15,14 @@ from pipelines.extract.candidates import (
     ner_candidates,
 )
 from pipelines.extract.context import DialogueContext, advance, is_affirmation, turn_topic
-from pipelines.extract.polarity import SPAN_KEY, build_negex, is_hedged, is_negated
-from pipelines.extract.spans import gazetteer_times
+from pipelines.extract.polarity import (
+    SPAN_KEY,
+    build_negex,
+    is_hedged,
+    is_negated,
+    is_update,
+)
+from pipelines.extract.spans import gazetteer_times, with_gazetteer_places
 from pipelines.ner.tagger import MODEL_PATH, NerTagger
 from pipelines.parse.model import Intent, ParsedTurn
 from pipelines.parse.parser import DialogueParser, parsed_head
@@ -93,7 +99,7 @@ class FactExtractor:
             # pair them with their acts (sentences past the head have no Doc).
             sentences = [sent for sent in doc.sents if sent.text.strip()]
             for sent, act in zip(sentences, acts[: len(sentences)], strict=True):
-                if _states_facts(act, event.role):
+                if _states_facts(sent, act, event.role):
                     work.append((i, doc, sent))
         tagged = self.tagger.predict(
             [[t.text for t in sent if not t.is_space] for _, _, sent in work]
@@ -108,6 +114,7 @@ class FactExtractor:
             ]
             for span, s in zip(ner, spans, strict=False):
                 span.label_ = s.label
+            ner = with_gazetteer_places(sent, ner)
             ner += gazetteer_times(sent, ner)
             per_turn.setdefault(i, []).append((sent, ner))
         results: list[list[ExtractedFact]] = [[] for _ in pairs]
@@ -164,6 +171,7 @@ class FactExtractor:
         update: bool,
     ) -> list[ExtractedFact]:
         hedged = is_hedged(sent.text)
+        update = update or is_update(sent.text)
         committed = any(span.label_ == "COMMITMENT" for span in ner)
         entities = [
             Span(label=s.label_, text=s.text, start=s.start_char, end=s.end_char) for s in ner
@@ -248,10 +256,13 @@ class FactExtractor:
         ]
 
 
-def _states_facts(act: Intent, role: Role) -> bool:
-    """Questions state nothing, except an agent's offer ("Can we deliver on Wednesday?")."""
+def _states_facts(sent: Any, act: Intent, role: Role) -> bool:
+    """Questions state nothing, except an agent's offer ("Can we deliver on Wednesday?").
+
+    An agent question between alternatives ("Morning or afternoon?") offers none of them.
+    """
     if act is Intent.INQUIRY:
-        return role is Role.AGENT
+        return role is Role.AGENT and not any(t.lower_ == "or" for t in sent)
     return act not in NO_FACT_ACTS
 
 

@@ -1,4 +1,4 @@
-"""Negation and hedging: is a candidate object negated, is its sentence hedged?
+"""Negation, hedging and updates: is a candidate negated, its sentence hedged or an update?
 
 Negation has three independent detectors and any one of them negates:
 negspacy's NegEx over the candidate spans (termset "en" plus everyday cues), a
@@ -82,6 +82,15 @@ HEDGES = re.compile(
     r"not certain|could work|could be|sometime|i'd say|if possible|or so)\b",
     re.IGNORECASE,
 )
+# Update cues (sentence scope): the sentence replaces an earlier value even when
+# its act is not a correction ("I live in Salford now", "the new door code is
+# 7719", "move the installation to Thursday"). "right now"/"for now" are no update.
+UPDATES = re.compile(
+    r"\b(?:(?<!right )(?<!for )now|no longer|anymore|any more|changed?|(?:my|the|our) new"
+    r"|update[sd]?|(?:move|moved|switch|switched|change)\b[^.!?]{0,30}\bto|instead"
+    r"|after all|from now on)\b",
+    re.IGNORECASE,
+)
 # Dependency labels walked from a span up to the verb that governs it.
 _UP_DEPS = frozenset(
     {"pobj", "prep", "dobj", "nsubj", "nsubjpass", "attr", "compound", "npadvmod", "amod"}
@@ -113,6 +122,11 @@ def build_negex(nlp: Any) -> Any:
 def is_hedged(text: str) -> bool:
     """Whether the sentence says the speaker is unsure ("maybe next week")."""
     return HEDGES.search(text) is not None
+
+
+def is_update(text: str) -> bool:
+    """Whether the sentence says a value changed ("my address is now ...")."""
+    return UPDATES.search(text) is not None
 
 
 def dependency_negated(span: Any) -> bool:

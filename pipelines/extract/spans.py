@@ -138,15 +138,42 @@ TIME_GAZETTEER = re.compile(
 )
 
 
-def gazetteer_times(sent: Any, taken: list[Any]) -> list[Any]:
-    """TIME spans from the gazetteer that overlap none of the tagger's spans."""
+def _gazetteer_spans(sent: Any, taken: list[Any], regex: re.Pattern[str], label: str) -> list[Any]:
     found: list[Any] = []
-    for match in TIME_GAZETTEER.finditer(sent.text):
+    for match in regex.finditer(sent.text):
         span = sent.doc.char_span(
-            sent.start_char + match.start(), sent.start_char + match.end(), label="TIME"
+            sent.start_char + match.start(), sent.start_char + match.end(), label=label
         )
         if span is not None and not any(
             span.start < other.end and other.start < span.end for other in taken + found
         ):
             found.append(span)
     return found
+
+
+def gazetteer_times(sent: Any, taken: list[Any]) -> list[Any]:
+    """TIME spans from the gazetteer that overlap none of the tagger's spans."""
+    return _gazetteer_spans(sent, taken, TIME_GAZETTEER, "TIME")
+
+
+# A street address the tagger missed ("5 Mill Street, York."): a house number, one
+# to three capitalised words ending in a street-type word, and optionally ", Town".
+# Street types: the common British/US ones; anything else is left to the tagger.
+_STREET_TYPES = (
+    r"(?:Street|St|Road|Rd|Lane|Avenue|Ave|Close|Way|Drive|Place|Square|Crescent|Terrace"
+    r"|Court|Gardens|Grove|Hill|Row|Walk|Park|Mews|Boulevard)"
+)
+ADDRESS_GAZETTEER = re.compile(
+    rf"\b\d{{1,4}}[A-Za-z]? (?:[A-Z][a-z]+ ){{1,3}}{_STREET_TYPES}\b(?:, [A-Z][a-z]+)?"
+)
+
+
+def with_gazetteer_places(sent: Any, spans: list[Any]) -> list[Any]:
+    """``spans`` with street addresses from the gazetteer, in text order.
+
+    The address pattern is stricter than the tagger, so on overlap it wins: the
+    tagger cuts unseen addresses into odd pieces ("5 Mill Street" as COMMITMENT).
+    """
+    places = _gazetteer_spans(sent, [], ADDRESS_GAZETTEER, "PLACE")
+    kept = [s for s in spans if not any(s.start < p.end and p.start < s.end for p in places)]
+    return sorted(kept + places, key=lambda span: span.start)

@@ -33,6 +33,9 @@ from schemas.memory import MemoryRecord, Polarity, Tier
 # costs under 10% of the heads' budget while remembering the chains of facts
 # that expired long ago.
 TAILS_PER_CHAIN = 8
+# Turn context matters only within a live conversation; a user rarely has more
+# than a few sessions open at once, and a context is a few hundred bytes.
+MAX_DIALOGUE_SESSIONS = 16
 SNAPSHOT_VERSION = 1
 
 
@@ -110,6 +113,11 @@ class UserMemoryState:
         self.pending: dict[str, PendingItem] = {}
         self.offsets: dict[str, int] = {}
         self.counters: dict[str, int] = {}
+        # The extract stage's turn context per session (pipelines/extract/context.py),
+        # kept here so one keyed-state snapshot restores everything the ingest
+        # job knows about the user: the facts then never depend on how an
+        # engine happens to batch records.
+        self.dialogue: dict[str, dict[str, Any]] = {}
 
     # -- exactly-once bookkeeping -------------------------------------------
     @staticmethod
@@ -124,6 +132,13 @@ class UserMemoryState:
     def mark_applied(self, lineage: SourceLineage) -> None:
         """Remember the offset; later copies of this event yield nothing."""
         self.offsets[self._source(lineage)] = lineage.offset
+
+    def put_dialogue(self, session_id: str, context: dict[str, Any]) -> None:
+        """Store a session's turn context (most recent last), evicting the oldest."""
+        self.dialogue.pop(session_id, None)
+        self.dialogue[session_id] = context
+        while len(self.dialogue) > MAX_DIALOGUE_SESSIONS:
+            del self.dialogue[next(iter(self.dialogue))]
 
     def count(self, name: str, n: int = 1) -> None:
         """Add to a named counter (skipped, held, merged, ...)."""
@@ -187,6 +202,7 @@ class UserMemoryState:
         self.heads.clear()
         self.tails.clear()
         self.pending.clear()
+        self.dialogue.clear()
 
     # -- copy / rollback ----------------------------------------------------
     def copy(self) -> UserMemoryState:
@@ -202,6 +218,7 @@ class UserMemoryState:
         self.pending = dict(saved.pending)
         self.offsets = dict(saved.offsets)
         self.counters = dict(saved.counters)
+        self.dialogue = dict(saved.dialogue)
 
     # -- snapshot / restore --------------------------------------------------
     def snapshot(self) -> dict[str, Any]:
@@ -215,6 +232,7 @@ class UserMemoryState:
             "pending": [item.to_json() for item in self.pending.values()],
             "offsets": dict(self.offsets),
             "counters": dict(self.counters),
+            "dialogue": dict(self.dialogue),
         }
 
     @classmethod
@@ -233,6 +251,7 @@ class UserMemoryState:
             state.pending[item.record.fact_id] = item
         state.offsets = {k: int(v) for k, v in data["offsets"].items()}
         state.counters = {k: int(v) for k, v in data["counters"].items()}
+        state.dialogue = dict(data.get("dialogue", {}))
         return state
 
 

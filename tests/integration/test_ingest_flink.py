@@ -272,12 +272,18 @@ def _same(a: object, b: object, path: str) -> None:
         assert a == b, f"{path}: {a!r} != {b!r}"
 
 
+def _describe(op: MemoryOperation) -> str:
+    return f"{op.op_type.value} of {op.lineage.event_id} ({op.lineage.trace_id})"
+
+
 def assert_same_ops(
     actual: dict[str, MemoryOperation], expected: dict[str, MemoryOperation]
 ) -> None:
     """The same op ids, and each op the same in every field (floats up to FLOAT_NOISE)."""
     assert expected, "the input must yield operations"
-    assert sorted(actual) == sorted(expected)
+    missing = [_describe(expected[i]) for i in sorted(expected.keys() - actual.keys())]
+    extra = [_describe(actual[i]) for i in sorted(actual.keys() - expected.keys())]
+    assert not missing and not extra, f"missing {missing}, extra {extra}"
     for op_id, op in expected.items():
         _same(actual[op_id].model_dump(mode="json"), op.model_dump(mode="json"), op_id)
 

@@ -81,3 +81,16 @@ def test_chinese_passes_through_without_english_rule_facts(
     assert parsed.intent is Intent.UNKNOWN
     assert len(parsed.sentences) == 2
     assert extractor.extract(event, parsed) == []
+
+
+def test_a_fact_past_the_parse_cap_is_not_extracted_one_before_it_is(
+    extractor: FactExtractor,
+) -> None:
+    chatter = "The weather was nice and the sky was blue over the hills. "
+    fact = "Please call me on 0151 234 5678. "
+    text = (fact + chatter * (MAX_TURN_CHARS // len(chatter)))[: MAX_TURN_CHARS - len(fact)]
+    text = text[: text.rfind(". ") + 2] + fact
+    found = run(extractor, text)
+    # Only the first statement (inside FULL_PARSE_CHARS) yields its fact, once.
+    assert [(f.predicate, f.object) for f in found] == [("phone_number", "01512345678")]
+    assert found[0].source_span is not None and found[0].source_span.start == 0

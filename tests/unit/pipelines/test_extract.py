@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from pipelines.extract import FactExtractor, extract_crm
+from pipelines.extract.context import DialogueContext
 from schemas.events import CrmWebhook, DialogueEvent, FieldChange, Role
 from schemas.facts import Assertor, ExtractedFact
 from schemas.memory import MemoryKind, Polarity
@@ -169,3 +170,105 @@ def test_crm_changes_are_authoritative_facts() -> None:
     assert all(f.asserted_by is Assertor.CRM for f in found.values())
     assert (found["plan"].object, found["plan"].is_update) == ("premium", False)
     assert (found["loyalty_tier"].object, found["loyalty_tier"].polarity) == ("gold", NEG)
+
+
+# --- turn context: earlier turns of the session give short answers their meaning ----
+def conversation(
+    extractor: FactExtractor,
+    lines: list[tuple[Role, str]],
+    contexts: dict[str, DialogueContext] | None = None,
+) -> tuple[list[list[ExtractedFact]], dict[str, DialogueContext]]:
+    events = [
+        turn(text, role).model_copy(update={"turn_index": i, "event_id": f"e{i}"})
+        for i, (role, text) in enumerate(lines)
+    ]
+    pairs = list(zip(events, extractor.parser.parse_batch(events), strict=True))
+    return extractor.extract_in_context(pairs, contexts or {})
+
+
+USER, AGENT = Role.USER, Role.AGENT
+
+
+def test_a_bare_time_answer_takes_the_topic_of_the_question(extractor: FactExtractor) -> None:
+    found, _ = conversation(
+        extractor, [(AGENT, "When should we deliver the parcel?"), (USER, "Sunday morning.")]
+    )
+    assert triples(found[1]) == {("delivery_time", "sunday morning", AFF)}
+    # Without the question the same answer falls back to an appointment time.
+    assert triples(facts(extractor, "Sunday morning.")) == {
+        ("appointment_time", "sunday morning", AFF)
+    }
+
+
+def test_context_carries_over_batches_and_round_trips_as_json(extractor: FactExtractor) -> None:
+    _, contexts = conversation(extractor, [(AGENT, "Which day suits you for the installation?")])
+    stored = {
+        k: DialogueContext.model_validate_json(v.model_dump_json()) for k, v in contexts.items()
+    }
+    event = turn("Wednesday works.").model_copy(update={"turn_index": 1})
+    found, _ = extractor.extract_in_context([(event, extractor.parser.parse(event))], stored)
+    assert triples(found[0]) == {("installation_time", "wednesday", AFF)}
+
+
+def test_a_topic_expires_after_a_few_turns(extractor: FactExtractor) -> None:
+    lines = [(AGENT, "When should we deliver?")] + [(USER, "Hmm, let me check.")] * 5
+    found, _ = conversation(extractor, [*lines, (USER, "Friday.")])
+    assert triples(found[-1]) == {("appointment_time", "friday", AFF)}
+
+
+def test_a_yes_to_an_offer_makes_it_the_users_fact(extractor: FactExtractor) -> None:
+    found, _ = conversation(
+        extractor,
+        [(AGENT, "Would Saturday morning suit you for the visit?"), (USER, "Yes, that works.")],
+    )
+    assert [(f.asserted_by, f.polarity) for f in found[0]] == [(Assertor.AGENT, AFF)]
+    [fact] = found[1]
+    assert (fact.predicate, fact.object, fact.polarity) == (
+        "appointment_time",
+        "saturday morning",
+        AFF,
+    )
+    assert fact.asserted_by is Assertor.USER
+    assert fact.confidence >= COMMIT
+
+
+def test_a_yes_after_a_statement_or_a_hedged_yes_commits_nothing(
+    extractor: FactExtractor,
+) -> None:
+    found, _ = conversation(extractor, [(AGENT, "Thursday at 11am then."), (USER, "Yes.")])
+    assert found[1] == []
+    found, _ = conversation(extractor, [(AGENT, "Is Friday fine?"), (USER, "Yes, but not Friday.")])
+    assert ("appointment_time", "friday", AFF) not in triples(found[1])
+    found, _ = conversation(extractor, [(AGENT, "Is Friday fine?"), (USER, "Ok, maybe.")])
+    assert all(f.confidence < COMMIT for f in found[1])
+
+
+def test_a_town_without_a_cue_takes_the_previous_place_topic(extractor: FactExtractor) -> None:
+    found, _ = conversation(
+        extractor,
+        [(USER, "I'm flying to Madrid next week."), (USER, "It's Lyon, not Nice.")],
+    )
+    assert {("travel", "lyon", AFF), ("travel", "nice", NEG)} <= triples(found[1])
+
+
+def test_an_engineer_sent_on_a_day_is_an_appointment(extractor: FactExtractor) -> None:
+    found = facts(extractor, "I can send an engineer on Saturday.", Role.AGENT)
+    assert triples(found) == {("appointment_time", "saturday", AFF)}
+
+
+@pytest.mark.parametrize(
+    ("text", "update"),
+    [
+        ("I'm pescatarian now.", True),
+        ("The new gate code is 3391.", True),
+        ("Please move the installation to Friday.", True),
+        ("I'm pescatarian.", False),
+        ("I'm busy right now, call me on Friday.", False),
+    ],
+)
+def test_update_cues_mark_updates_without_a_correction_act(
+    extractor: FactExtractor, text: str, update: bool
+) -> None:
+    found = facts(extractor, text)
+    assert found
+    assert all(f.is_update is update for f in found)

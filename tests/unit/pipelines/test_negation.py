@@ -87,3 +87,29 @@ def test_mixed_clause_keeps_both_polarities(extractor: FactExtractor) -> None:
     found = triples(extractor, "Any weekday is fine for the installation, but not before 10am.")
     assert ("installation_time", "weekday", AFF) in found
     assert ("installation_time", "before 10am", NEG) in found
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("No feta, thanks.", {("likes", "feta", NEG)}),
+        ("A veggie wrap without onions.", {("likes", "onion", NEG)}),
+        ("Neither tea nor coffee for me.", {("likes", "coffee", NEG)}),
+        ("I don't eat chocolate anymore.", {("likes", "chocolate", NEG)}),
+        (
+            "I'd rather not have the installation on Saturday.",
+            {("installation_time", "saturday", NEG)},
+        ),
+        ("I'm going to Porto instead of Lisbon.", {("travel", "lisbon", NEG)}),
+        ("Tuesday mornings are no good.", {("appointment_time", "tuesday morning", NEG)}),
+    ],
+)
+def test_fragments_and_general_negation_patterns(
+    extractor: FactExtractor, text: str, expected: set[tuple[str, str, Polarity]]
+) -> None:
+    assert expected <= triples(extractor, text)
+
+
+@pytest.mark.parametrize("text", ["No problem, thanks.", "No worries.", "Not sure yet."])
+def test_courtesy_negations_are_no_dislikes(extractor: FactExtractor, text: str) -> None:
+    assert triples(extractor, text) == set()

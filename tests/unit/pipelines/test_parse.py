@@ -7,6 +7,7 @@ from datetime import UTC, datetime
 import pytest
 
 from pipelines.parse import DialogueParser, Intent, ParsedTurn
+from pipelines.parse.parser import FULL_PARSE_CHARS, parsed_head
 from schemas.events import DialogueEvent, Role
 
 
@@ -116,3 +117,29 @@ def test_parsed_turn_round_trips_as_json_without_the_doc(parser: DialogueParser)
     again = ParsedTurn.model_validate_json(parsed.model_dump_json())
     assert again.model_dump() == parsed.model_dump()
     assert again.doc is None
+
+
+def test_a_huge_turn_is_fully_parsed_only_up_to_the_cap(parser: DialogueParser) -> None:
+    filler = "The sky was blue over the hills. "
+    head = filler * (FULL_PARSE_CHARS // len(filler) + 3)
+    text = head + "As I said last time, I hate waiting. " + filler * 10
+    parsed = parser.parse(turn(text))
+    assert parsed.doc is not None
+    assert len(parsed.doc.text) <= FULL_PARSE_CHARS
+    assert parsed.doc.text.endswith(".")
+    # Past the cap sentences still get offsets into the text, acts and memory cues.
+    assert len(parsed.sentences) == text.count(". ")
+    assert all(text[s.start : s.end] == s.text for s in parsed.sentences)
+    assert parsed.memory_cues == ["as i said", "last time"]
+    assert parsed.sentences[-1].end <= len(text)
+
+
+def test_parsed_head_cuts_at_a_sentence_end_or_a_space() -> None:
+    assert parsed_head("short turn") == "short turn"
+    marked = "Hello there. " * 400
+    assert parsed_head(marked).endswith("there.")
+    assert len(parsed_head(marked)) <= FULL_PARSE_CHARS
+    unmarked = "word " * 1000
+    assert len(parsed_head(unmarked)) <= FULL_PARSE_CHARS
+    assert parsed_head(unmarked).endswith("word")
+    assert parsed_head("x" * 5000) == "x" * FULL_PARSE_CHARS
