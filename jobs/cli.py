@@ -5,6 +5,7 @@ from __future__ import annotations
 import typer
 
 from jobs import (
+    cli_flink,
     cli_infra,
     cli_lag,
     cli_publish,
@@ -36,6 +37,7 @@ app.command("publish")(cli_publish.publish)
 app.command("run")(cli_run.run)
 app.command("lag")(cli_lag.lag)
 app.command("sink")(cli_sink.sink)
+app.command("flink")(cli_flink.flink)
 app.command("serve")(cli_serve.serve)
 app.command("mcp")(cli_serve.mcp)
 

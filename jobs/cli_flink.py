@@ -29,15 +29,24 @@ def flink(
         typer.Option(help="Prefix of every topic, of the group and of the checkpoint dir."),
     ] = "",
     group_id: Annotated[
-        str, typer.Option(help="Job name: consumer group and transactional-id prefix.")
-    ] = "memstream-ingest-flink",
-    checkpoint_interval: Annotated[
-        float,
+        str | None,
         typer.Option(
-            min=0.1, help="Seconds between checkpoints; outputs become visible at each one."
+            help="Job name: consumer group and transactional-id prefix "
+            "[default: settings flink.group_id, memstream-ingest-flink]."
         ),
-    ] = 30.0,
-    parallelism: Annotated[int, typer.Option(min=1, help="Subtasks per operator.")] = 1,
+    ] = None,
+    checkpoint_interval: Annotated[
+        float | None,
+        typer.Option(
+            min=0.1,
+            help="Seconds between checkpoints; outputs become visible at each one "
+            "[default: settings flink.checkpoint_interval_s, 30].",
+        ),
+    ] = None,
+    parallelism: Annotated[
+        int | None,
+        typer.Option(min=1, help="Subtasks per operator [default: settings flink.parallelism, 1]."),
+    ] = None,
     resume: Annotated[
         bool, typer.Option("--resume", help="Restore state and offsets from the newest checkpoint.")
     ] = False,
@@ -68,14 +77,17 @@ def flink(
     logging.getLogger("jobs").setLevel(logging.INFO)
     settings = get_settings()
     try:
+        given = {
+            "group_id": group_id,
+            "checkpoint_interval_s": checkpoint_interval,
+            "parallelism": parallelism,
+        }
         options = FlinkOptions.from_settings(
             settings,
             namespace=namespace,
-            group_id=group_id,
-            checkpoint_interval_s=checkpoint_interval,
-            parallelism=parallelism,
             resume=resume,
             until_end=until_end,
+            **{k: v for k, v in given.items() if v is not None},
         )
         wanted = [options.topic(t) for t in (*INPUT_TOPICS, *OUTPUT_TOPICS)]
         present = kafka_admin.partition_counts(options.bootstrap, wanted)

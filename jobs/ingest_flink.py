@@ -137,13 +137,21 @@ class FlinkOptions:
 
     @classmethod
     def from_settings(cls, settings: Settings, **overrides: Any) -> FlinkOptions:
-        """Kafka address, message size, jars and checkpoint root from the settings."""
+        """Addresses, jars and tunables from the settings; ``overrides`` win."""
+        flink = settings.flink
+        params: dict[str, Any] = {
+            "group_id": flink.group_id,
+            "checkpoint_interval_s": flink.checkpoint_interval_s,
+            "parallelism": flink.parallelism,
+            "transaction_timeout_s": flink.transaction_timeout_s,
+        }
+        params.update(overrides)
         return cls(
             bootstrap=settings.kafka.bootstrap,
             checkpoint_root=settings.state_dir / "flink" / "checkpoints",
             max_message_bytes=settings.kafka.max_message_bytes,
             jars=tuple(connector_jars(settings)),
-            **overrides,
+            **params,
         )
 
     @property

@@ -106,6 +106,19 @@ class SinkSettings(_Section):
     latency_budget_ms: float = Field(default=200.0, gt=0)
 
 
+class FlinkSettings(_Section):
+    """The PyFlink ingest job (the scale-out engine)."""
+
+    # Its own group: the Faust worker may consume the same topics.
+    group_id: str = "memstream-ingest-flink"
+    # DESIGN.md §5: a checkpoint, and so a committed transaction, every 30 s.
+    checkpoint_interval_s: float = Field(default=30.0, gt=0)
+    # 2 cores (STACK.md): one subtask leaves a core for Kafka and the sink.
+    parallelism: int = Field(default=1, ge=1)
+    # Below the local broker's transaction.max.timeout.ms (1 h).
+    transaction_timeout_s: int = Field(default=900, gt=0, le=3600)
+
+
 class ApiSettings(_Section):
     """Who may call the HTTP API and the MCP server: API keys map to tenants."""
 
@@ -142,6 +155,7 @@ class Settings(BaseSettings):
     # Review thresholds and TTLs (documented in pipelines/review/config.py);
     # e.g. MEMSTREAM_REVIEW__COMMIT_THRESHOLD=0.9.
     sink: SinkSettings = SinkSettings()
+    flink: FlinkSettings = FlinkSettings()
     api: ApiSettings = ApiSettings()
     review: ReviewConfig = ReviewConfig()
     # score = 0.6·vector + 0.3·keyword + 0.1·time (DESIGN.md §4); e.g. MEMSTREAM_RECALL__TIME=0.2.
