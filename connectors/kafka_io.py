@@ -77,6 +77,7 @@ class KeyedProducer:
         delivery_timeout_s: float = DEFAULT_DELIVERY_TIMEOUT_S,
     ) -> None:
         self._config = _producer_config(bootstrap, client_id, max_message_bytes, delivery_timeout_s)
+        self._delivery_timeout_s = delivery_timeout_s
         self._producer = Producer(self._config)
         self.delivered = 0
         self.failures: list[str] = []
@@ -106,6 +107,40 @@ class KeyedProducer:
                 continue
             self._producer.poll(0)
             return
+
+    def send_and_wait(self, topic: str, value: bytes, key: str | None = None) -> tuple[int, int]:
+        """Send one message and wait for its acknowledgement; its (partition, offset).
+
+        Raises DeliveryFailed when the broker refuses it or does not answer within
+        the delivery timeout. Delivery reports of messages queued by :meth:`send`
+        are served meanwhile; a failure of this message is raised, not recorded
+        in ``failures`` (the caller learns of it here).
+        """
+        report: list[tuple[KafkaError | None, Message]] = []
+
+        def delivered(err: KafkaError | None, msg: Message) -> None:
+            report.append((err, msg))
+
+        while True:
+            try:
+                self._producer.produce(topic, value=value, key=key, on_delivery=delivered)
+            except BufferError:
+                self._producer.poll(0.1)
+                continue
+            break
+        # The producer itself fails the message after message.timeout.ms; the extra
+        # seconds only let that report arrive.
+        deadline = time.monotonic() + self._delivery_timeout_s + 5
+        while not report and time.monotonic() < deadline:
+            self._producer.poll(0.1)
+        if not report:
+            raise DeliveryFailed(f"{topic}: no acknowledgement")
+        err, msg = report[0]
+        partition, offset = msg.partition(), msg.offset()
+        if err is not None or partition is None or offset is None:
+            raise DeliveryFailed(f"{topic}: {err.str() if err else 'no position reported'}")
+        self.delivered += 1
+        return partition, offset
 
     def flush(self, timeout_s: float = DEFAULT_DELIVERY_TIMEOUT_S + 5) -> None:
         """Wait for every acknowledgement; raise DeliveryFailed on any failure."""

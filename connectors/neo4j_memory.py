@@ -91,6 +91,8 @@ def _row(record: MemoryRecord) -> dict[str, Any]:
         "lineage_partition": record.lineage.partition,
         "lineage_offset": record.lineage.offset,
         "lineage_event_id": record.lineage.event_id,
+        # None removes the property (SET +=), so a replay converges on the record.
+        "lineage_turn_id": record.lineage.turn_id,
     }
     return {
         "tenant_id": record.tenant_id,
@@ -116,6 +118,7 @@ def _hit(node: Mapping[str, Any]) -> SearchHit:
                 "partition": f["lineage_partition"],
                 "offset": f["lineage_offset"],
                 "event_id": f["lineage_event_id"],
+                "turn_id": f.get("lineage_turn_id"),
             },
             "extra": {"confidence": f["confidence"], "state": f["state"]},
         }

@@ -128,6 +128,9 @@ class BatchingSink(ABC):
         """Apply every buffered operation."""
         self._drain(full_chunks_only=False)
 
+    def close(self) -> None:  # noqa: B027  # an optional hook, not abstract
+        """Release the store client; nothing to release by default."""
+
     def _drain(self, *, full_chunks_only: bool) -> None:
         while self._buffer and (len(self._buffer) >= self.chunk_size or not full_chunks_only):
             chunk = self._buffer[: self.chunk_size]

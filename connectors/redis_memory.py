@@ -14,6 +14,7 @@ Keys (``{ns}:`` only when a namespace is given, e.g. a replay's shadow namespace
     {ns}:ms:{tenant}:{user}:pending:items     hash: fact_id -> {record, reason, expires_at}
     {ns}:ms:{tenant}:{user}:pending:resolved  hash: fact_id -> confirmed | rejected
     {ns}:ms:spool                             stream: operations waiting for a store
+    {ns}:ms:spool:{name}                      the same, for a named spool (one per store)
 
 Idempotency: a turn replaces any entry with its turn_index before the list is
 trimmed; a status expires at ``op.at + ttl`` (absolute, so a replay sets the same
@@ -87,10 +88,13 @@ class RedisKeys:
         """``{root}:{tenant}:{user}[:part…]``."""
         return ":".join((self.root, tenant_id, user_id, *parts))
 
-    @property
-    def spool(self) -> str:
-        """The stream of spooled operations."""
-        return f"{self.root}:spool"
+    def spool(self, name: str | None = None) -> str:
+        """The stream of spooled operations (of the spool called ``name``, if given)."""
+        if name is None:
+            return f"{self.root}:spool"
+        if not _NAMESPACE.match(name):
+            raise ValueError(f"spool name must match {_NAMESPACE.pattern}")
+        return f"{self.root}:spool:{name}"
 
 
 class RedisMemory(BatchingSink):
@@ -242,9 +246,15 @@ class RedisSpool:
     replays them (harmless: every write is idempotent) rather than losing them.
     """
 
-    def __init__(self, client: redis.Redis, *, namespace: str | None = None) -> None:
+    def __init__(
+        self, client: redis.Redis, *, namespace: str | None = None, name: str | None = None
+    ) -> None:
+        """The spool ``name`` of ``namespace`` (e.g. ``name="chroma"``: one stream per store).
+
+        Without a name it is the namespace's single unnamed stream, as before names existed.
+        """
         self.client = client
-        self.key = RedisKeys(namespace).spool
+        self.key = RedisKeys(namespace).spool(name)
 
     def spool(self, ops: Sequence[MemoryOperation]) -> None:
         """Append operations at the end of the spool."""
@@ -256,6 +266,13 @@ class RedisSpool:
     def spool_depth(self) -> int:
         """How many operations wait in the spool (a metric, DESIGN.md §5)."""
         return cast(int, self.client.xlen(self.key))
+
+    def peek(self, count: int) -> list[MemoryOperation]:
+        """The ``count`` oldest spooled operations, left in the spool."""
+        entries = cast(
+            list[tuple[str, dict[str, str]]], self.client.xrange(self.key, "-", "+", count=count)
+        )
+        return [MemoryOperation.model_validate_json(fields["op"]) for _, fields in entries]
 
     def drain(
         self, apply: Callable[[list[MemoryOperation]], None], batch_size: int = DEFAULT_CHUNK_SIZE

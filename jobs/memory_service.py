@@ -15,7 +15,8 @@ Recall reads three tiers and hands plain candidates to ``pipelines.recall``:
   score on one scale;
 - working (Redis): the items pending confirmation, flagged ``pending``.
 
-History versions come from Chroma (live and archive) and Neo4j chains; Neo4j's
+History versions come from the one chain asked for, in Chroma (live and
+archive) and Neo4j; a snapshot reads only the versions current now. Neo4j's
 reader has no "all versions of a user" query, so ``include_history`` recall
 finds old versions through the episodic tier.
 """
@@ -31,11 +32,10 @@ from datetime import UTC, datetime
 from typing import Any, Protocol
 
 import numpy as np
-from confluent_kafka import KafkaError, Message, Producer
 from pydantic import TypeAdapter
 
 from connectors.chroma_memory import ChromaMemory
-from connectors.kafka_io import PARTITIONER, DeliveryFailed
+from connectors.kafka_io import KeyedProducer
 from connectors.neo4j_memory import Neo4jMemory
 from connectors.protocols import SearchHit
 from connectors.redis_memory import RedisMemory
@@ -95,45 +95,21 @@ class ActionPublisher(Protocol):
 
 
 class KafkaActionPublisher:
-    """Idempotent keyed producer to ``user.actions`` that waits for each acknowledgement.
-
-    ``connectors.kafka_io.KeyedProducer`` reports counts, not positions; a receipt
-    needs the partition and offset, so this producer keeps the delivery report.
-    """
+    """Publishes to ``user.actions`` through the project's keyed idempotent producer."""
 
     def __init__(self, bootstrap: str, topic: str = USER_ACTIONS) -> None:
         """A producer on ``bootstrap`` (acks=all, idempotent, Java's partitioner)."""
         self.topic = topic
-        self._producer = Producer(
-            {
-                "bootstrap.servers": bootstrap,
-                "client.id": "memstream-memory-service",
-                "enable.idempotence": True,
-                "acks": "all",
-                "partitioner": PARTITIONER,
-                "message.timeout.ms": int(PUBLISH_TIMEOUT_S * 1000),
-            }
+        self._producer = KeyedProducer(
+            bootstrap, client_id="memstream-memory-service", delivery_timeout_s=PUBLISH_TIMEOUT_S
         )
 
     def publish(self, action: UserAction) -> tuple[str, int, int]:
         """Send ``action`` keyed by ``tenant:user``; raise DeliveryFailed if not acknowledged."""
-        report: dict[str, Any] = {}
-
-        def delivered(err: KafkaError | None, msg: Message) -> None:
-            report.update(err=err, msg=msg)
-
-        self._producer.produce(
-            self.topic,
-            value=action.model_dump_json().encode(),
-            key=action.key,
-            on_delivery=delivered,
+        partition, offset = self._producer.send_and_wait(
+            self.topic, action.model_dump_json().encode(), key=action.key
         )
-        self._producer.flush(PUBLISH_TIMEOUT_S + 5)
-        if report.get("err") is not None or "msg" not in report:
-            reason = report["err"].str() if report.get("err") else "no acknowledgement"
-            raise DeliveryFailed(f"{action.action_type.value} {action.event_id}: {reason}")
-        msg: Message = report["msg"]
-        return self.topic, int(msg.partition() or 0), int(msg.offset() or 0)
+        return self.topic, partition, offset
 
 
 @dataclass
@@ -288,10 +264,7 @@ class MemoryService:
         """Current rules and facts (episodic and semantic), statuses and pending items."""
         _check_ids(tenant_id, user_id)
         at = self.clock()
-        current: dict[str, SearchHit] = {}
-        for hit in self.stores.chroma.get(tenant_id, user_id):
-            if hit.is_current(at):
-                current[hit.fact_id] = hit
+        current = {hit.fact_id: hit for hit in self.stores.chroma.get(tenant_id, user_id, at=at)}
         for hit in self.stores.neo4j.facts_as_of(tenant_id, user_id, at):
             current[hit.fact_id] = hit  # the consolidated copy wins
         ordered = sorted(current.values(), key=lambda h: (h.subject, h.predicate, h.fact_id))
@@ -318,12 +291,10 @@ class MemoryService:
     ) -> list[RecallHit]:
         """Every version of (subject, predicate), oldest first, each with its validity."""
         _check_ids(tenant_id, user_id)
-        wanted = (subject.casefold(), predicate.casefold())
-        versions: dict[str, SearchHit] = {}
-        for archived in (False, True):
-            for hit in self.stores.chroma.get(tenant_id, user_id, archived=archived):
-                if (hit.subject.casefold(), hit.predicate.casefold()) == wanted:
-                    versions[hit.fact_id] = hit
+        versions = {
+            hit.fact_id: hit
+            for hit in self.stores.chroma.chain(tenant_id, user_id, subject, predicate)
+        }
         for hit in self.stores.neo4j.chain(tenant_id, user_id, subject, predicate):
             versions[hit.fact_id] = hit
         ordered = sorted(versions.values(), key=lambda h: (h.valid_from, h.version, h.fact_id))

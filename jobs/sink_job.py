@@ -177,6 +177,8 @@ class SinkJob:
                     self.applied += len(ops)
         finally:
             self.consumer.close()
+            for lane in self.lanes:
+                lane.sink.close()
 
     def _apply(self, ops: Sequence[MemoryOperation], stop: threading.Event) -> bool:
         while True:

@@ -48,10 +48,7 @@ def load_pipeline(settings: Settings) -> IngestPipeline:
     transe_dir = default_model_dir(settings)
     return IngestPipeline(
         parser=parser,
-        # Shares the parser's spaCy pipeline. The ignore: IngestPipeline's
-        # Extractor protocol takes any parsed turn, FactExtractor a ParsedTurn
-        # (what the parser gives it) -- the protocol is too wide, not the call.
-        extractor=FactExtractor.load(parser),  # type: ignore[arg-type]
+        extractor=FactExtractor.load(parser),  # shares the parser's spaCy pipeline
         crm_extractor=extract_crm,
         encoder=Encoder.load(transe_dir if transe_dir.is_dir() else None),
         reviewer=Reviewer(ReviewConfig()),

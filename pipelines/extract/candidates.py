@@ -30,46 +30,6 @@ DROP_OBJECT_DEPS = frozenset({"det", "poss", "predet", "case"})
 CLAUSE_BREAKS = frozenset({",", ";", "but", ":"})
 PAST_TIME_MARKERS = frozenset({"since", "ago", "last", "yesterday", "earlier"})
 VAGUE_TIMES = frozenset({"week", "month", "year", "today", "now", "time", "day"})
-# Words that open a "not X" fragment; "no"/"not"/"never" are also what the
-# negation detectors read, "without" and "nor" are added by EXTRA_TERMS.
-FRAGMENT_NEGATORS = frozenset({"no", "not", "never", "without", "nor", "neither"})
-FRAGMENT_DROP = frozenset(
-    {"no", "not", "never", "any", "some", "more", "the", "a", "an", "neither"}
-)
-# Nouns of courtesy and dialogue management, never things liked ("no problem").
-FRAGMENT_STOP_NOUNS = frozenset(
-    {
-        "problem",
-        "worry",
-        "need",
-        "thank",
-        "thanks",
-        "idea",
-        "way",
-        "time",
-        "one",
-        "thing",
-        "day",
-        "week",
-        "month",
-        "year",
-        "bye",
-        "rush",
-        "hurry",
-        "question",
-        "change",
-        "plan",
-        "date",
-        "order",
-        "people",
-        "person",
-        "number",
-        "address",
-        "code",
-        "reading",
-        "fan",
-    }
-)
 ORDER_STATUS = (
     (re.compile(r"\bhas (?:been )?shipped\b|\bwas shipped\b", re.IGNORECASE), "shipped"),
     (re.compile(r"\bhas been dispatched\b|\bwas dispatched\b", re.IGNORECASE), "dispatched"),
@@ -276,44 +236,3 @@ def dependency_candidates(sent: Any) -> Iterator[Candidate]:
             if mods:
                 span = token.doc[min(m.i for m in mods) : token.i]
                 yield Candidate("plan", span.text.lower(), span, "PLAN")
-
-
-def _fragment_head(chunk: Any) -> bool:
-    """A noun phrase that can be a thing liked: not a time, topic, number or courtesy."""
-    root = chunk.root
-    return (
-        root.pos_ in {"NOUN", "PROPN"}
-        and not any(t.like_num or t.is_digit for t in chunk)
-        and root.lemma_.lower() not in FRAGMENT_STOP_NOUNS
-        and not any(root.lemma_.lower() in cues for _, cues in vocab.TIME_TOPICS)
-    )
-
-
-def fragment_candidates(
-    sent: Any, found: list[Candidate], ner: list[Any], answers_question: bool
-) -> Iterator[Candidate]:
-    """Likes stated as noun-phrase fragments: "No feta.", "Cooking, not sports."
-
-    A negator ("no", "not", "never", "without", "nor") right before a noun phrase
-    says the speaker does not want it, whatever the verb. A sentence without any
-    verb that answers the agent's question ("Tulips.", "Aisle, please.") names
-    what the speaker likes. Phrases already read by another rule or overlapping a
-    NER span are left to that rule.
-    """
-    taken = [c.span for c in found] + list(ner)
-    verbless = not any(t.pos_ in {"VERB", "AUX"} for t in sent)
-    for chunk in sent.noun_chunks:
-        words = [t for t in chunk if t.lower_ not in FRAGMENT_DROP and t.dep_ not in {"poss"}]
-        if not words or any(chunk.start < s.end and s.start < chunk.end for s in taken):
-            continue
-        span = chunk.doc[words[0].i : chunk.end]
-        if not _fragment_head(span):
-            continue
-        before = chunk.doc[max(sent.start, words[0].i - 2) : words[0].i]
-        negated = any(t.lower_ in FRAGMENT_NEGATORS for t in before) or any(
-            t.lower_ in FRAGMENT_NEGATORS for t in chunk[: words[0].i - chunk.start]
-        )
-        if negated or (verbless and answers_question):
-            phrase = object_phrase(span.root)
-            if phrase is not None:
-                yield Candidate("likes", phrase[1], phrase[0], "ITEM", explicit=False)

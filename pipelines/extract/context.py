@@ -35,6 +35,15 @@ AFFIRMATION = re.compile(
 )
 
 
+# An agent question asking the user to choose or state a preference: a verbless
+# answer to it ("Tulips.", "Aisle, please.") names what the user likes; a verbless
+# answer to any other question ("The kitchen sink leaks.") does not.
+CHOICE_QUESTION = re.compile(
+    r"\b(?:prefer|preference|like|which|or|what kind|what sort|favourite|fancy)\b",
+    re.IGNORECASE,
+)
+
+
 class OfferedFact(Frozen):
     """One affirmed fact the agent offered in its last turn (before any user answer)."""
 
@@ -54,6 +63,9 @@ class DialogueContext(Frozen):
     )
     offers: list[OfferedFact] = Field(default_factory=list)
     agent_asked: bool = Field(default=False, description="The last agent turn asked a question.")
+    agent_asked_choice: bool = Field(
+        default=False, description="That question asked for a choice or preference."
+    )
     last_predicate: str | None = None
 
     def topic_for(self, turn_index: int) -> str | None:
@@ -95,7 +107,10 @@ def advance(
             if f.polarity is Polarity.AFFIRMED
         ]
         update["agent_asked"] = "?" in event.text
+        update["agent_asked_choice"] = "?" in event.text and bool(
+            CHOICE_QUESTION.search(event.text)
+        )
     else:
         # The user answered: an offer is accepted (or not) once.
-        update |= {"offers": [], "agent_asked": False}
+        update |= {"offers": [], "agent_asked": False, "agent_asked_choice": False}
     return context.model_copy(update=update)

@@ -10,11 +10,11 @@ from pipelines.extract import vocabulary as vocab
 from pipelines.extract.candidates import (
     Candidate,
     dependency_candidates,
-    fragment_candidates,
     lexicon_candidates,
     ner_candidates,
 )
 from pipelines.extract.context import DialogueContext, advance, is_affirmation, turn_topic
+from pipelines.extract.fragments import fragment_candidates
 from pipelines.extract.polarity import (
     SPAN_KEY,
     build_negex,
@@ -150,7 +150,9 @@ class FactExtractor:
             found = list(ner_candidates(sent, ner, is_agent, topic, context.place_topic))
             found += lexicon_candidates(sent, is_agent)
             found += dependency_candidates(sent)
-            found += fragment_candidates(sent, found, ner, not is_agent and context.agent_asked)
+            found += fragment_candidates(
+                sent, found, ner, not is_agent and context.agent_asked_choice
+            )
             found_per_sentence.append(_dedupe(found))
         doc = sentences[0][0].doc
         doc.spans[SPAN_KEY] = [c.span for found in found_per_sentence for c in found]

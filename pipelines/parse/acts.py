@@ -224,6 +224,17 @@ ACT_RULES: Sequence[tuple[Intent, re.Pattern[str]]] = (
             "don't",
             "never",
             "make it",
+            # A rescheduling question is a request for the new value, not an inquiry.
+            "can i move",
+            "can we move",
+            "could i move",
+            "could we move",
+            "can i change",
+            "can we change",
+            "could i change",
+            "could we change",
+            "can we reschedule",
+            "could we reschedule",
         ),
     ),
 )

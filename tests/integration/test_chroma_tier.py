@@ -201,3 +201,94 @@ def test_erase_user_empties_live_and_archive(
     assert memory.get(tenant, "u1") == []
     assert memory.get(tenant, "u1", archived=True) == []
     assert ids_of(memory.get(tenant, "u2")) == [keep.fact_id]
+
+
+def with_turn(record: MemoryRecord, turn_id: str) -> MemoryRecord:
+    return record.model_copy(
+        update={"lineage": record.lineage.model_copy(update={"turn_id": turn_id})}
+    )
+
+
+def test_the_turn_id_of_the_lineage_is_read_back(memory: ChromaMemory, unique: str) -> None:
+    tenant = f"t{unique}"
+    tea = with_turn(fact(tenant, "u1", "user", "likes", "tea", event_id="e1"), f"turn-{unique}")
+    jazz = fact(tenant, "u1", "user", "likes", "jazz", event_id="e2")  # no turn id
+    apply(memory, [upsert(tea), upsert(jazz)])
+    stored = {h.fact_id: h.lineage for h in memory.get(tenant, "u1")}
+    assert stored == {tea.fact_id: tea.lineage, jazz.fact_id: jazz.lineage}
+    [hit] = memory.query(tenant, "u1", embedding=vector(tea.text), k=1)
+    assert hit.lineage is not None and hit.lineage.turn_id == f"turn-{unique}"
+
+
+def test_reads_of_an_unknown_tenant_create_nothing(memory: ChromaMemory, unique: str) -> None:
+    guessed = f"guess{unique}"
+    probe = vector("user likes tea")
+    assert memory.query(guessed, "u1", embedding=probe) == []
+    assert memory.get(guessed, "u1") == []
+    assert memory.get(guessed, "u1", archived=True) == []
+    assert memory.chain(guessed, "u1", "user", "likes") == []
+    assert memory.archive_stale(guessed) == 0
+    apply(memory, [op(OpType.ERASE_USER, guessed, "u1", event_id="forget")])
+    existing = {c.name for c in memory.client.list_collections()}
+    for archive in (False, True):
+        assert collection_name(guessed, archive=archive) not in existing
+
+
+def test_get_at_a_time_reads_only_the_versions_current_then(
+    memory: ChromaMemory, unique: str
+) -> None:
+    tenant = f"t{unique}"
+    old, new, ops = phone_change(tenant, "u1")
+    expired = fact(
+        tenant, "u1", "user", "mood", "tired", event_id="e9", expires_at=T0 + timedelta(days=2)
+    )
+    apply(memory, [*ops, upsert(expired)])
+    early = memory.get(tenant, "u1", at=T0 + timedelta(days=1))
+    assert set(ids_of(early)) == {old.fact_id, expired.fact_id}
+    assert ids_of(memory.get(tenant, "u1", at=T1 + timedelta(days=1))) == [new.fact_id]
+
+
+def test_chain_reads_one_chain_live_and_archived_in_version_order(
+    memory: ChromaMemory, clock: Clock, unique: str
+) -> None:
+    tenant = f"t{unique}"
+    old, new, ops = phone_change(tenant, "u1")
+    other = fact(tenant, "u1", "user", "likes", "tea", event_id="e7")
+    other_user = fact(tenant, "u2", "user", "phone_number", "555-0199", event_id="e8")
+    apply(memory, [*ops, upsert(other), upsert(other_user)])
+    clock.now = T0 + timedelta(days=31)
+    assert memory.archive_stale(tenant) == 4  # every version moves to the archive
+    recent = fact(
+        tenant,
+        "u1",
+        "user",
+        "phone_number",
+        "555-0300",
+        event_id="e9",
+        at=clock.now,
+        version=3,
+        supersedes=new.fact_id,
+    )
+    apply(memory, [upsert(recent)])
+    chain = memory.chain(tenant, "u1", "User", "PHONE_NUMBER")  # chain ids ignore case
+    assert ids_of(chain) == [old.fact_id, new.fact_id, recent.fact_id]
+    assert [h.version for h in chain] == [1, 2, 3]
+
+
+def test_retrieval_time_is_rewritten_at_most_once_a_day(
+    memory: ChromaMemory, clock: Clock, unique: str
+) -> None:
+    tenant = f"t{unique}"
+    tea = fact(tenant, "u1", "user", "likes", "tea", event_id="e1")
+    apply(memory, [upsert(tea)])  # written at T0: last retrieved T0
+
+    def last_retrieved() -> object:
+        [hit] = memory.get(tenant, "u1")
+        return hit.extra["last_retrieved_at"]
+
+    clock.now = T0 + timedelta(hours=20)
+    memory.query(tenant, "u1", embedding=vector(tea.text))
+    assert last_retrieved() == T0.timestamp()
+    clock.now = T0 + timedelta(days=2)
+    memory.query(tenant, "u1", embedding=vector(tea.text))
+    assert last_retrieved() == clock.now.timestamp()

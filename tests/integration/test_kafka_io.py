@@ -121,3 +121,30 @@ def test_unreachable_broker_is_reported_with_its_address() -> None:
     producer = KeyedProducer("127.0.0.1:1")  # nothing listens on port 1
     with pytest.raises(DeliveryFailed, match=r"cannot reach Kafka at 127\.0\.0\.1:1"):
         producer.check_reachable(timeout_s=2.0)
+
+
+def test_send_and_wait_returns_where_the_broker_put_the_message(
+    kafka_bootstrap: str, settings: Settings, topic: str, unique: str
+) -> None:
+    producer = KeyedProducer(kafka_bootstrap)
+    key = f"tenant-{unique}:user"
+    first = producer.send_and_wait(topic, b"first", key=key)
+    second = producer.send_and_wait(topic, b"second", key=key)
+    assert first[0] == second[0] == java_partition(key, settings.kafka.partitions)
+    assert second[1] == first[1] + 1
+    assert producer.delivered == 2
+    records = {(r.partition, r.offset): r.value for r in read_topic(kafka_bootstrap, topic)}
+    assert records == {first: b"first", second: b"second"}
+
+
+def test_send_and_wait_raises_when_the_broker_refuses(kafka_bootstrap: str, unique: str) -> None:
+    small = f"test.kafka-io-small.{unique}"
+    spec = kafka_admin.TopicSpec(small, 1, {"max.message.bytes": "100000"})
+    kafka_admin.ensure_topics(kafka_bootstrap, [spec])
+    try:
+        producer = KeyedProducer(kafka_bootstrap, max_message_bytes=8 * 1024 * 1024)
+        with pytest.raises(DeliveryFailed, match="too large"):
+            producer.send_and_wait(small, b"x" * 200_000, key="t:u")
+        assert producer.send_and_wait(small, b"fits", key="t:u")[0] == 0
+    finally:
+        kafka_admin.delete_topics(kafka_bootstrap, [small])

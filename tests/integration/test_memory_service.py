@@ -457,3 +457,36 @@ def test_sdk_in_process_and_over_http_give_the_same_answers(
             assert other.recall(USER, "sushi") == []
         receipt = remote.confirm(USER, pending.pending_id)
         assert (receipt.tenant_id, receipt.target_id) == (tenant, pending.pending_id)
+
+
+def test_recall_shows_the_turn_id_each_event_carried(
+    service: MemoryService, pipeline: Pipeline, tenant: str
+) -> None:
+    [said] = [o for o in pipeline.say(pipeline.fact("likes", "green tea"), NOW - DAY) if o.record]
+    [crm] = [o for o in pipeline.crm(pipeline.fact("plan", "fibre 500"), NOW - DAY) if o.record]
+    assert said.record is not None and crm.record is not None
+    for tier, query, op in ((Tier.EPISODIC, "tea", said), (Tier.SEMANTIC, "plan", crm)):
+        [hit] = service.recall(tenant, USER, query, k=1, tiers=[tier])
+        assert hit.lineage is not None and op.record is not None
+        assert hit.lineage.turn_id == op.record.lineage.turn_id == op.record.lineage.event_id
+
+
+def test_snapshot_reads_current_versions_and_history_the_archived_chain_too(
+    service: MemoryService, pipeline: Pipeline, tenant: str
+) -> None:
+    t0, t1 = NOW - 30 * DAY, NOW - 10 * DAY
+    pipeline.say(pipeline.fact("phone_number", "555-0100"), t0)
+    pipeline.say(pipeline.fact("phone_number", "555-0199", is_update=True), t1)
+    pipeline.say(pipeline.fact("likes", "jazz"), t1)
+    current = service.snapshot(tenant, USER).facts
+    assert sorted(f.object for f in current if f.tier is Tier.EPISODIC) == ["555-0199", "jazz"]
+    # A sweep 31 days on (by its own clock) moves every version to the archive.
+    chroma = service.stores.chroma
+    sweeper = ChromaMemory(chroma.client, embedding_function=chroma.embedding_function)
+    sweeper.clock = lambda: NOW + 31 * DAY
+    assert sweeper.archive_stale(tenant) >= 3
+    assert chroma.get(tenant, USER) == []
+
+    chain = service.history(tenant, USER, "user", "phone_number")
+    assert [(h.object, h.valid_until) for h in chain] == [("555-0100", t1), ("555-0199", None)]
+    assert service.snapshot(tenant, USER).facts == []  # archived versions are not current

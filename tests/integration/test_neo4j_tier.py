@@ -180,3 +180,22 @@ def test_a_shadow_namespace_is_separate(memory: Neo4jMemory, neo4j_uri: str, uni
     assert len(shadow.chain(tenant, "u1", "user", "phone_number")) == 1
     assert len(memory.chain(tenant, "u1", "user", "phone_number")) == 2
     shadow.close()
+
+
+def test_the_turn_id_of_the_lineage_is_stored_and_read_back(
+    memory: Neo4jMemory, unique: str
+) -> None:
+    tenant = f"t{unique}"
+    plain = fact(tenant, "u1", "user", "likes", "tea", event_id="e1")
+    lineage = plain.lineage.model_copy(update={"turn_id": f"turn-{unique}"})
+    tea = plain.model_copy(update={"lineage": lineage})
+    jazz = fact(tenant, "u1", "user", "likes_music", "jazz", event_id="e2")  # no turn id
+    apply(memory, [upsert(tea), upsert(jazz)])
+    found = {h.fact_id: h.lineage for h in memory.facts_as_of(tenant, "u1", T1)}
+    assert found == {tea.fact_id: lineage, jazz.fact_id: jazz.lineage}
+    turn_ids = {
+        r["props"]["fact_id"]: r["props"].get("lineage_turn_id")
+        for r in memory.snapshot(tenant)
+        if "Fact" in r["labels"]
+    }
+    assert turn_ids == {tea.fact_id: f"turn-{unique}", jazz.fact_id: None}

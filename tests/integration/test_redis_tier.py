@@ -230,3 +230,28 @@ def test_an_operation_whose_record_names_another_tenant_is_refused(
         memory.write([forged])
     assert memory.pending(f"b{unique}", "u1", at=T0) == []
     assert memory.pending(f"a{unique}", "u1", at=T0) == []
+
+
+def test_named_spools_are_separate_streams_beside_the_unnamed_one(
+    client: redis.Redis, unique: str
+) -> None:
+    namespace = f"spool{unique}"
+    unnamed = RedisSpool(client, namespace=namespace)
+    chroma = RedisSpool(client, namespace=namespace, name="chroma")
+    neo4j = RedisSpool(client, namespace=namespace, name="neo4j")
+    assert unnamed.key == f"{namespace}:ms:spool"  # the key spools had before names
+    ops = [turn_op(f"t{unique}", "u1", "s1", i) for i in range(3)]
+    chroma.spool(ops)
+    assert (chroma.spool_depth(), neo4j.spool_depth(), unnamed.spool_depth()) == (3, 0, 0)
+    with pytest.raises(ValueError, match="spool name"):
+        RedisSpool(client, namespace=namespace, name="a:b")
+
+
+def test_peek_reads_the_oldest_operations_and_leaves_them(client: redis.Redis, unique: str) -> None:
+    spool = RedisSpool(client, namespace=f"spool{unique}", name="chroma")
+    ops = [turn_op(f"t{unique}", "u1", "s1", i) for i in range(5)]
+    spool.spool(ops)
+    assert spool.peek(2) == ops[:2]
+    assert spool.peek(10) == ops
+    assert spool.spool_depth() == 5
+    assert RedisSpool(client, namespace=f"empty{unique}").peek(3) == []

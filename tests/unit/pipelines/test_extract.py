@@ -272,3 +272,14 @@ def test_update_cues_mark_updates_without_a_correction_act(
     found = facts(extractor, text)
     assert found
     assert all(f.is_update is update for f in found)
+
+
+def test_a_verbless_answer_to_a_choice_question_is_a_like(extractor: FactExtractor) -> None:
+    found, _ = conversation(
+        extractor, [(AGENT, "Which seat would you like on the train?"), (USER, "Aisle, please.")]
+    )
+    assert triples(found[1]) == {("likes", "aisle", AFF)}
+    found, _ = conversation(
+        extractor, [(AGENT, "What seems to be the problem?"), (USER, "The bathroom tap drips.")]
+    )
+    assert found[1] == []

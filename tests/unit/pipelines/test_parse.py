@@ -143,3 +143,10 @@ def test_parsed_head_cuts_at_a_sentence_end_or_a_space() -> None:
     assert len(parsed_head(unmarked)) <= FULL_PARSE_CHARS
     assert parsed_head(unmarked).endswith("word")
     assert parsed_head("x" * 5000) == "x" * FULL_PARSE_CHARS
+
+
+@pytest.mark.parametrize(
+    "text", ["Can we move the visit to Monday?", "Could I change the delivery to the 9th?"]
+)
+def test_a_rescheduling_question_is_a_request(parser: DialogueParser, text: str) -> None:
+    assert parser.parse(turn(text)).intent is Intent.REQUEST

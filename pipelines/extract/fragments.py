@@ -1,0 +1,101 @@
+"""Likes stated as noun-phrase fragments: "No feta, thanks.", "Cooking, not sports."
+
+Dialogue answers are often verbless, so the verb-based rules of
+``candidates.dependency_candidates`` never see them; these rules read the noun
+chunks themselves.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from pipelines.extract import vocabulary as vocab
+from pipelines.extract.candidates import Candidate
+
+# Words that open a "not X" fragment; "no"/"not"/"never" are also what the
+# negation detectors read, "without" and "nor" are added by EXTRA_TERMS.
+FRAGMENT_NEGATORS = frozenset({"no", "not", "never", "without", "nor", "neither"})
+FRAGMENT_DROP = FRAGMENT_NEGATORS | {"any", "some", "more", "the", "a", "an"}
+# Parts of speech that end a fragment's lead-in ("Yes, only ...", "Probably ...").
+FRAGMENT_BREAK_POS = frozenset({"INTJ", "ADV", "PUNCT", "CCONJ", "DET", "PRON"})
+# Nouns of courtesy and dialogue management, never things liked ("no problem").
+FRAGMENT_STOP_NOUNS = frozenset(
+    {
+        "problem",
+        "worry",
+        "need",
+        "thank",
+        "thanks",
+        "idea",
+        "way",
+        "time",
+        "one",
+        "thing",
+        "day",
+        "week",
+        "month",
+        "year",
+        "bye",
+        "rush",
+        "hurry",
+        "question",
+        "change",
+        "plan",
+        "date",
+        "order",
+        "people",
+        "person",
+        "number",
+        "address",
+        "code",
+        "reading",
+        "fan",
+    }
+)
+
+
+def _fragment_head(chunk: Any) -> bool:
+    """A noun phrase that can be a thing liked: not a time, topic, number or courtesy."""
+    root = chunk.root
+    return (
+        root.pos_ in {"NOUN", "PROPN"}
+        and not any(t.like_num or t.is_digit for t in chunk)
+        and root.lemma_.lower() not in FRAGMENT_STOP_NOUNS
+        and not any(root.lemma_.lower() in cues for _, cues in vocab.TIME_TOPICS)
+    )
+
+
+def fragment_candidates(
+    sent: Any, found: list[Candidate], ner: list[Any], answers_question: bool
+) -> Iterator[Candidate]:
+    """Likes stated as noun-phrase fragments: "No feta.", "Cooking, not sports."
+
+    A negator ("no", "not", "never", "without", "nor") right before a noun phrase
+    says the speaker does not want it, whatever the verb. A sentence without any
+    verb that answers the agent's choice question ("Which seat?" - "Aisle, please.") names
+    what the speaker likes. Phrases already read by another rule or overlapping a
+    NER span are left to that rule.
+    """
+    taken = [c.span for c in found] + list(ner)
+    verbless = not any(t.pos_ in {"VERB", "AUX"} for t in sent)
+    for chunk in sent.noun_chunks:
+        if any(chunk.start < s.end and s.start < chunk.end for s in taken):
+            continue
+        # The phrase starts after the last negator, determiner, interjection or
+        # adverb of the chunk: "Yes, only green energy" -> "green energy".
+        start = max(
+            [t.i + 1 for t in chunk if t.lower_ in FRAGMENT_DROP or t.pos_ in FRAGMENT_BREAK_POS],
+            default=chunk.start,
+        )
+        root = chunk.root
+        if start > root.i:
+            continue
+        span = chunk.doc[start : root.i + 1]
+        if not _fragment_head(span):
+            continue
+        before = chunk.doc[max(sent.start, chunk.start - 2) : start]
+        negated = any(t.lower_ in FRAGMENT_NEGATORS for t in before)
+        if negated or (verbless and answers_question):
+            value = f"{chunk.doc[start : root.i].text.lower()} {root.lemma_.lower()}".strip()
+            yield Candidate("likes", value, span, "ITEM", explicit=False)
