@@ -193,7 +193,8 @@ class IngestPipeline:
             )
             for i, turn_facts in zip(rows, facts, strict=True):
                 turns[i].facts = list(turn_facts)
-            touched = {events[i].session_id for i in rows}
+            # Ordered (not a set): the state keeps sessions in LRU order.
+            touched = dict.fromkeys(events[i].session_id for i in rows)
             updates.append((state, {s: updated[s] for s in touched if s in updated}))
         for state, changed in updates:
             for session, context in changed.items():
