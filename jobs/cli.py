@@ -14,6 +14,7 @@ from jobs import (
     cli_serve,
     cli_sink,
     cli_train,
+    cli_worker,
 )
 
 app = typer.Typer(
@@ -36,6 +37,7 @@ app.add_typer(cli_train.app, name="train")
 app.command("publish")(cli_publish.publish)
 app.command("run")(cli_run.run)
 app.command("lag")(cli_lag.lag)
+app.command("worker")(cli_worker.worker)
 app.command("sink")(cli_sink.sink)
 app.command("flink")(cli_flink.flink)
 app.command("serve")(cli_serve.serve)

@@ -29,14 +29,28 @@ def worker(
         typer.Option(help="Prefix of every topic and of the consumer group (tests, shadow runs)."),
     ] = "",
     group_id: Annotated[
-        str, typer.Option(help="Consumer group id (also the prefix of the state changelog).")
-    ] = "memstream-ingest",
+        str | None,
+        typer.Option(
+            help="Consumer group id (also the prefix of the state changelog) "
+            "[default: settings ingest.group_id, memstream-ingest]."
+        ),
+    ] = None,
     batch_size: Annotated[
-        int, typer.Option(min=1, help="Most records handed to the stages at once.")
-    ] = 64,
+        int | None,
+        typer.Option(
+            min=1,
+            help="Most records handed to the stages at once [default: settings "
+            "ingest.batch_size, 64].",
+        ),
+    ] = None,
     batch_within: Annotated[
-        float, typer.Option(min=0.0, help="Seconds a partial batch waits for more records.")
-    ] = 0.2,
+        float | None,
+        typer.Option(
+            min=0.0,
+            help="Seconds a partial batch waits for more records [default: settings "
+            "ingest.batch_within_s, 0.2].",
+        ),
+    ] = None,
     loglevel: Annotated[str, typer.Option(help="Log level: debug, info, warning.")] = "info",
 ) -> None:
     """Run the ingest worker until Ctrl-C/SIGTERM.
@@ -57,12 +71,9 @@ def worker(
     from memstream.settings import get_settings
 
     settings = get_settings()
+    given = {"group_id": group_id, "batch_size": batch_size, "batch_within_s": batch_within}
     config = WorkerConfig.from_settings(
-        settings,
-        namespace=namespace,
-        group_id=group_id,
-        batch_size=batch_size,
-        batch_within_s=batch_within,
+        settings, namespace=namespace, **{k: v for k, v in given.items() if v is not None}
     )
     try:
         partitions = input_partitions(config)

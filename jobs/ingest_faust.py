@@ -83,8 +83,8 @@ EXIT_BATCH_FAILED = 70  # EX_SOFTWARE (sysexits.h)
 class WorkerConfig:
     """What the worker needs; ``from_settings`` fills it from the settings object.
 
-    Until memstream/settings.py has an ``ingest`` section, the tunables live
-    here with their defaults.
+    The defaults below are the fallbacks of a bare construction (tests);
+    ``from_settings`` takes them from the settings' ``ingest`` section.
     """
 
     bootstrap: str
@@ -103,12 +103,19 @@ class WorkerConfig:
 
     @classmethod
     def from_settings(cls, settings: Settings, **overrides: Any) -> WorkerConfig:
-        """Kafka address, message size and data dir from the settings; tunables as given."""
+        """Addresses and tunables from the settings; ``overrides`` win."""
+        ingest = settings.ingest
+        params: dict[str, Any] = {
+            "group_id": ingest.group_id,
+            "batch_size": ingest.batch_size,
+            "batch_within_s": ingest.batch_within_s,
+        }
+        params.update(overrides)
         return cls(
             bootstrap=settings.kafka.bootstrap,
             data_dir=settings.state_dir / "faust",
             max_message_bytes=settings.kafka.max_message_bytes,
-            **overrides,
+            **params,
         )
 
     @property

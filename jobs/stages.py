@@ -19,7 +19,7 @@ import pipelines
 from jobs.train_transe import default_model_dir
 from memstream.settings import Settings
 from pipelines.ingest import IngestPipeline, IngestResult, SourceRecord
-from pipelines.review import ReviewConfig, Reviewer, UserMemoryState
+from pipelines.review import Reviewer, UserMemoryState
 from schemas.deadletter import DeadLetter, DeadLetterReason
 
 _PIPELINES_ROOT = Path(pipelines.__file__).resolve().parent
@@ -40,18 +40,23 @@ def load_pipeline(settings: Settings) -> IngestPipeline:
     """Load every stage once and compose them (parse → extract → encode → review → route)."""
     # Imported here: each pulls in spaCy, Flair or torch (seconds), which the
     # CLI's --help and the engines' start-up checks should not wait for.
+    import torch
+
     from pipelines.encode import Encoder
     from pipelines.extract import FactExtractor, extract_crm
     from pipelines.parse import DialogueParser
+    from pipelines.review import load_rules
+    from pipelines.review.rules import RULES_FILE
 
+    torch.set_num_threads(settings.ingest.torch_threads)
     parser = DialogueParser.load()
-    transe_dir = default_model_dir(settings)
+    transe_dir = settings.ingest.transe_dir or default_model_dir(settings)
     return IngestPipeline(
         parser=parser,
         extractor=FactExtractor.load(parser),  # shares the parser's spaCy pipeline
         crm_extractor=extract_crm,
         encoder=Encoder.load(transe_dir if transe_dir.is_dir() else None),
-        reviewer=Reviewer(ReviewConfig()),
+        reviewer=Reviewer(settings.review, load_rules(settings.review_rules or RULES_FILE)),
     )
 
 

@@ -95,6 +95,24 @@ class ChromaSettings(_Section):
     path: Path | None = None  # embedded data dir; default <state_dir>/chroma
 
 
+class IngestSettings(_Section):
+    """The ingest job's stages and the Faust worker (the default engine)."""
+
+    group_id: str = "memstream-ingest"
+    # 64 turns fill one spaCy ``pipe`` batch and one MiniLM batch well (both
+    # several times faster per item batched).
+    batch_size: int = Field(default=64, ge=1)
+    # How long a partial batch waits for more records: bounds the added latency.
+    batch_within_s: float = Field(default=0.2, ge=0)
+    # torch intra-op threads per worker process: on 2 cores, 1 thread measured
+    # 73 turns/s for parse+extract+encode against 9 with 2 (threads fight the
+    # broker and the other jobs for the cores; benchmarks/bench_stage_speed.py).
+    torch_threads: int = Field(default=1, ge=1)
+    # None: <state_dir>/models/transe (written by `memstream train transe`);
+    # without a trained model the encode stage uses its deterministic fallback.
+    transe_dir: Path | None = None
+
+
 class SinkSettings(_Section):
     """The sink job that applies memory.ops to the three tiers."""
 
@@ -154,6 +172,7 @@ class Settings(BaseSettings):
     chroma: ChromaSettings = ChromaSettings()
     # Review thresholds and TTLs (documented in pipelines/review/config.py);
     # e.g. MEMSTREAM_REVIEW__COMMIT_THRESHOLD=0.9.
+    ingest: IngestSettings = IngestSettings()
     sink: SinkSettings = SinkSettings()
     flink: FlinkSettings = FlinkSettings()
     api: ApiSettings = ApiSettings()
