@@ -48,7 +48,6 @@ from connectors.protocols import (
     BatchingSink,
     SearchHit,
 )
-from schemas.ids import chain_id
 from schemas.memory import MemoryRecord, Tier
 from schemas.ops import MemoryOperation, OpType
 
@@ -371,12 +370,22 @@ class ChromaMemory(BatchingSink):
         return sorted(hits, key=lambda h: (h.chain_id, h.version, h.fact_id))
 
     def chain(self, tenant_id: str, user_id: str, subject: str, predicate: str) -> list[SearchHit]:
-        """Every version of one (subject, predicate), live and archived, oldest first."""
-        where: list[Where] = [
-            {"user": user_id},
-            {"chain_id": chain_id(tenant_id, user_id, subject, predicate)},
+        """Every version of one (subject, predicate), live and archived, oldest first.
+
+        Matched by subject and predicate (case-insensitive, as chain ids are),
+        not by chain_id: a multi-valued predicate ("likes") keeps one chain per
+        object, and its history is all of them. Chroma filters are exact, so
+        the match runs here over the user's items (bounded by the review
+        state's caps).
+        """
+        key = (subject.casefold(), predicate.casefold())
+        where: list[Where] = [{"user": user_id}]
+        hits = [
+            h
+            for archived in (False, True)
+            for h in self._get(tenant_id, where, archived)
+            if (h.subject.casefold(), h.predicate.casefold()) == key
         ]
-        hits = [h for archived in (False, True) for h in self._get(tenant_id, where, archived)]
         return sorted(hits, key=lambda h: (h.version, h.valid_from, h.fact_id))
 
     def _get(self, tenant_id: str, where: list[Where], archived: bool) -> list[SearchHit]:

@@ -78,9 +78,13 @@ RETURN f ORDER BY f.subject, f.predicate, f.version, f.fact_id
 """
 
 # Every version of one (subject, predicate) chain, oldest first.
+# By subject and predicate, not chain_id: a multi-valued predicate ("likes")
+# keeps one chain per object (pipelines/review/rules.toml), and the history of
+# (subject, predicate) is all of them.
 CHAIN = """
-MATCH (f:Fact {ns: $ns, tenant_id: $tenant_id, chain_id: $chain_id})
+MATCH (f:Fact {ns: $ns, tenant_id: $tenant_id})
 WHERE f.user_id = $user_id
+  AND toLower(f.subject) = toLower($subject) AND toLower(f.predicate) = toLower($predicate)
 RETURN f ORDER BY f.version, f.valid_from, f.fact_id
 """
 

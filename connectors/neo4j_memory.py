@@ -33,7 +33,6 @@ from connectors.protocols import (
     BatchingSink,
     SearchHit,
 )
-from schemas.ids import chain_id
 from schemas.memory import MemoryKind, MemoryRecord, Tier
 from schemas.ops import MemoryOperation, OpType
 
@@ -234,12 +233,16 @@ class Neo4jMemory(BatchingSink):
         return self.facts_as_of(tenant_id, user_id, at or self.clock(), [_RELATION_KIND[relation]])
 
     def chain(self, tenant_id: str, user_id: str, subject: str, predicate: str) -> list[SearchHit]:
-        """Every version of one (subject, predicate), oldest first."""
+        """Every version of one (subject, predicate), oldest first.
+
+        A multi-valued predicate gives all its chains, one per object.
+        """
         found = self._read(
             cypher.CHAIN,
             tenant_id=tenant_id,
             user_id=user_id,
-            chain_id=chain_id(tenant_id, user_id, subject, predicate),
+            subject=subject,
+            predicate=predicate,
         )
         return [_hit(r["f"]) for r in found]
 
