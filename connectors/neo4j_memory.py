@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from enum import StrEnum
-from typing import Any
+from typing import Any, overload
 
 import neo4j
 from neo4j.exceptions import ServiceUnavailable, SessionExpired, TransientError
@@ -81,9 +81,9 @@ def _row(record: MemoryRecord) -> dict[str, Any]:
         "authoritative": record.authoritative,
         "confirmations": record.confirmations,
         "version": record.version,
-        "valid_from": record.valid_from,
-        "recorded_at": record.recorded_at,
-        "expires_at": record.expires_at,
+        "valid_from": _utc(record.valid_from),
+        "recorded_at": _utc(record.recorded_at),
+        "expires_at": _utc(record.expires_at),
         "supersedes": record.supersedes,
         "state": record.state.value,
         "lineage_topic": record.lineage.topic,
@@ -97,9 +97,19 @@ def _row(record: MemoryRecord) -> dict[str, Any]:
         "tenant_id": record.tenant_id,
         "user_id": record.user_id,
         "fact_id": record.fact_id,
-        "valid_until": record.valid_until,
+        "valid_until": _utc(record.valid_until),
         "props": props,
     }
+
+
+@overload
+def _utc(value: datetime) -> datetime: ...
+@overload
+def _utc(value: None) -> None: ...
+def _utc(value: datetime | None) -> datetime | None:
+    # Neo4j (java.time) accepts UTC offsets up to ±18:00 only, while Python and
+    # ISO 8601 allow up to ±23:59; the instant is what matters, so send UTC.
+    return value.astimezone(UTC) if value is not None else None
 
 
 def _native(value: Any) -> Any:
@@ -215,7 +225,7 @@ class Neo4jMemory(BatchingSink):
             cypher.FACTS_AS_OF,
             tenant_id=tenant_id,
             user_id=user_id,
-            at=at,
+            at=_utc(at),
             kinds=[k.value for k in kinds] if kinds is not None else None,
         )
         return [_hit(r["f"]) for r in found]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 import socket
 from collections.abc import Iterator
-from datetime import timedelta
+from datetime import timedelta, timezone
 
 import pytest
 from tier_ops import T0, T1, fact, op, phone_change, upsert
@@ -83,6 +83,22 @@ def test_facts_as_of_a_time_and_now(memory: Neo4jMemory, unique: str) -> None:
     assert ids_of(memory.current_facts(tenant, "u1")) == [new.fact_id]
     # Expired and closed versions stay in history.
     assert len(memory.chain(tenant, "u1", "user", "travels")) == 1
+
+
+def test_times_with_offsets_beyond_java_range_are_read_and_written(
+    memory: Neo4jMemory, unique: str
+) -> None:
+    # Python and ISO 8601 allow UTC offsets up to ±23:59, java.time only ±18:00:
+    # the connector sends instants in UTC (found by the OpenAPI fuzz test).
+    far = timezone(-timedelta(hours=22, minutes=56))
+    tenant = f"t{unique}"
+    old, _, ops = phone_change(tenant, "u1")
+    apply(memory, [*ops])
+    at = (T0 + timedelta(days=1)).astimezone(far)
+    assert ids_of(memory.facts_as_of(tenant, "u1", at)) == [old.fact_id]
+    late = fact(tenant, "u2", "user", "city", "Oslo", event_id="e9", at=T0.astimezone(far))
+    apply(memory, [upsert(late)])
+    assert [h.valid_from for h in memory.chain(tenant, "u2", "user", "city")] == [T0]
 
 
 def test_relation_style_access_by_family(memory: Neo4jMemory, unique: str) -> None:

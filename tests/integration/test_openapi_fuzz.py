@@ -67,6 +67,9 @@ def base_url(settings: Settings) -> Iterator[str]:
 @settings(
     max_examples=EXAMPLES_PER_OPERATION,
     deadline=None,  # requests hit real stores: latency is measured in benchmarks, not here
+    # The same examples every run, so CI cannot turn red at random; explore with
+    # other seeds locally (pytest --hypothesis-seed=N after removing this).
+    derandomize=True,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
 )
 def test_no_server_error_and_conformant_answers(case: Case, base_url: str) -> None:
