@@ -88,6 +88,14 @@ WHERE f.user_id = $user_id
 RETURN f ORDER BY f.version, f.valid_from, f.fact_id
 """
 
+# One version by id, whichever tenant holds it: the operator's look-up
+# (``memstream trace``) starts from a bare fact id. The ms_fact constraint makes
+# (ns, fact_id) unique, so this matches at most one node, served by its index.
+FACT_BY_ID = """
+MATCH (f:Fact {ns: $ns, fact_id: $fact_id})
+RETURN f
+"""
+
 # Everything one tenant holds, for audits and for the idempotency tests.
 TENANT_SNAPSHOT = """
 MATCH (n {ns: $ns, tenant_id: $tenant_id})

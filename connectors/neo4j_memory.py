@@ -256,6 +256,16 @@ class Neo4jMemory(BatchingSink):
         )
         return [_hit(r["f"]) for r in found]
 
+    def fact(self, fact_id: str) -> SearchHit | None:
+        """One version by id in any tenant of this namespace (an operator's look-up).
+
+        Unlike every other read, this one is not scoped to a tenant: it serves
+        tools such as ``memstream trace`` that start from a bare fact id, never
+        an agent's request. None when no Fact node has that id.
+        """
+        found = self._read(cypher.FACT_BY_ID, fact_id=fact_id)
+        return _hit(found[0]["f"]) if found else None
+
     def entity_names(self, tenant_id: str) -> list[str]:
         """The names of a tenant's entities."""
         return [r["name"] for r in self._read(cypher.ENTITY_NAMES, tenant_id=tenant_id)]

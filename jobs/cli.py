@@ -13,6 +13,7 @@ from jobs import (
     cli_schemas,
     cli_serve,
     cli_sink,
+    cli_trace,
     cli_train,
     cli_worker,
 )
@@ -42,6 +43,7 @@ app.command("sink")(cli_sink.sink)
 app.command("flink")(cli_flink.flink)
 app.command("serve")(cli_serve.serve)
 app.command("mcp")(cli_serve.mcp)
+app.command("trace")(cli_trace.trace)
 
 
 def main() -> None:
