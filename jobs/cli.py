@@ -9,6 +9,7 @@ from jobs import (
     cli_infra,
     cli_lag,
     cli_publish,
+    cli_replay,
     cli_run,
     cli_schemas,
     cli_serve,
@@ -44,6 +45,8 @@ app.command("flink")(cli_flink.flink)
 app.command("serve")(cli_serve.serve)
 app.command("mcp")(cli_serve.mcp)
 app.command("trace")(cli_trace.trace)
+app.command("replay")(cli_replay.replay)
+app.add_typer(cli_replay.audit_app, name="audit")
 
 
 def main() -> None:
