@@ -15,6 +15,13 @@ Input is validated at the edge (id alphabets, lengths, ``k`` bounds, filter
 keys), so a malformed request is a 422 and never reaches a store. Writes
 (confirm, reject, store, forget) are events on ``user.actions``: the answer is
 ``202 Accepted`` with the receipt of where the event went.
+
+Operations (no API key: Prometheus scrapers and an operator's browser carry
+none, and neither answer holds tenant data): ``GET /metrics`` in the Prometheus
+text format (jobs/api_metrics.py: requests per route template, plus the lag
+gauges when a sampler is given) and, with a ``jobs.dashboard.LagSampler``,
+``GET /dashboard`` charting consumer lag and throughput. None of them is part
+of the OpenAPI document.
 """
 
 from __future__ import annotations
@@ -26,6 +33,7 @@ from typing import Annotated, Any, Protocol
 from fastapi import Depends, FastAPI, HTTPException, Path, Query, Request, Security, status
 from fastapi.responses import JSONResponse
 from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBearer
+from prometheus_client import CollectorRegistry
 from pydantic import (
     AwareDatetime,
     BeforeValidator,
@@ -39,6 +47,8 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from connectors.kafka_io import DeliveryFailed
 from jobs.api_keys import ApiKeyring
+from jobs.api_metrics import RequestMetrics, add_metrics_route
+from jobs.dashboard import LagCollector, LagSampler, add_dashboard
 from jobs.memory_service import MAX_K, UnknownPendingError
 from schemas._base import Frozen, Identifier
 from schemas.memory import MemoryKind, Polarity, Tier
@@ -376,6 +386,7 @@ def _app() -> FastAPI:
         redoc_url=None,
     )
     app.add_middleware(BodyLimit)
+    app.add_middleware(RequestMetrics)  # outermost: a 413 is counted too
 
     @app.exception_handler(UnknownPendingError)
     def _unknown_pending(_: Request, __: UnknownPendingError) -> JSONResponse:
@@ -390,11 +401,25 @@ def _app() -> FastAPI:
     return app
 
 
-def create_app(service: MemoryQueries, keys: ApiKeyring) -> FastAPI:
-    """The API over ``service``, every call scoped to the tenant of its key in ``keys``."""
+def create_app(
+    service: MemoryQueries, keys: ApiKeyring, sampler: LagSampler | None = None
+) -> FastAPI:
+    """The API over ``service``, every call scoped to the tenant of its key in ``keys``.
+
+    With ``sampler`` (started by the caller) it also serves the dashboard and
+    the lag gauges on ``/metrics``.
+    """
     app = _app()
     app.state.service = service
     app.state.keyring = keys
+    lag_gauges = None
+    if sampler is not None:
+        add_dashboard(app, sampler)
+        # A registry of this app's own: two apps in one process (tests) must
+        # not register the same gauges on the default registry twice.
+        lag_gauges = CollectorRegistry()
+        lag_gauges.register(LagCollector(sampler))
+    add_metrics_route(app, lag_gauges)
     return app
 
 

@@ -83,15 +83,37 @@ def serve(
     port: Annotated[int, typer.Option(min=1, max=65535, help="TCP port.")] = DEFAULT_PORT,
     log_level: Annotated[str, typer.Option(help="uvicorn log level.")] = "info",
 ) -> None:
-    """Serve the HTTP API (OpenAPI at /openapi.json, docs at /docs) until Ctrl-C."""
+    """Serve the HTTP API (OpenAPI at /openapi.json, docs at /docs) until Ctrl-C.
+
+    Also /metrics (Prometheus) and /dashboard (consumer lag and throughput,
+    sampled every settings metrics.lag_interval_s), neither needing a key.
+    """
     import uvicorn
 
+    from connectors.kafka_offsets import OffsetReader
     from jobs.api import create_app
+    from jobs.cli_lag import LagMonitor
+    from jobs.dashboard import LagSampler
+    from pipelines.lag import Rules
 
     keyring = _keyring(keys_file)
-    app = create_app(_service(), keyring)
-    _err.print(f"memstream API on http://{host}:{port}/docs ({len(keyring)} key(s))")
-    uvicorn.run(app, host=host, port=port, log_level=log_level)
+    settings = get_settings()
+    metrics = settings.metrics
+    sampler = LagSampler(
+        LagMonitor(OffsetReader(settings.kafka.bootstrap), Rules()),
+        metrics.lag_groups,
+        metrics.lag_interval_s,
+        metrics.lag_history,
+    ).start()
+    app = create_app(_service(), keyring, sampler)
+    _err.print(
+        f"memstream API on http://{host}:{port}/docs ({len(keyring)} key(s)), "
+        f"dashboard on http://{host}:{port}/dashboard"
+    )
+    try:
+        uvicorn.run(app, host=host, port=port, log_level=log_level)
+    finally:
+        sampler.stop()
 
 
 def mcp(

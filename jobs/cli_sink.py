@@ -4,7 +4,8 @@ The job (jobs/sink_job.py) commits its offsets only after a batch is written
 or spooled, so a stop at any point, SIGKILL included, loses nothing: a restart
 resumes from the last commit and re-applies at most one batch (harmlessly —
 every write is idempotent). On Ctrl-C/SIGTERM the batch in hand completes, its
-offsets are committed and the process exits 0.
+offsets are committed and the process exits 0. Prometheus metrics
+(jobs/sink_metrics.py) are served on ``settings.metrics.sink_port`` (0: off).
 """
 
 from __future__ import annotations
@@ -64,6 +65,7 @@ def sink(
     """
     # Imported here: chromadb and the Neo4j driver load in seconds, which
     # `memstream --help` should not wait for.
+    from jobs.metrics_endpoint import serve_metrics
     from jobs.sink_job import SinkConfig, SinkJob, open_lanes
     from memstream.settings import get_settings
     from pipelines.backpressure import BackpressureConfig
@@ -97,6 +99,7 @@ def sink(
     signal.signal(signal.SIGTERM, request_stop)
     signal.signal(signal.SIGINT, request_stop)
     job = SinkJob(config, lanes)
+    serve_metrics(settings.metrics.host, settings.metrics.sink_port, "sink")
     _err.print(f"sink: consuming {config.topic(MEMORY_OPS)} as group {config.group}")
     job.run(stop)
     _err.print(f"sink: stopped after {job.applied} operation(s)")

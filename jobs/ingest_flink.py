@@ -48,6 +48,15 @@ retained checkpoint under ``<state_dir>/flink/checkpoints/<namespace><group>``
 sample, a replay), committing the last transaction in the final checkpoint;
 Flink discards a finished job's checkpoints, so a later ``resume`` starts over.
 
+Metrics: the Python operator runs in a Python worker process (in a local run,
+the client process itself), so it serves the same ``memstream_ingest_*``
+collectors as the Faust worker (jobs/ingest_metrics.py) with prometheus-client
+on ``settings.metrics.flink_port``, started in ``open()`` once per process —
+one set of queries for both engines, and no Flink metrics-reporter jar to
+configure. Flink's own metrics (checkpoints, back pressure) stay in Flink's
+web UI and reporters. "Produced" in the end-to-end latency means emitted by
+the operator; readers see it at the next checkpoint's commit.
+
 One record at a time: PyFlink hands a keyed function one element under one
 key, and a key's state can only be read and written while it is current, so
 the stages run on single records here, where the Faust worker batches 64.
@@ -67,6 +76,7 @@ import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -83,19 +93,17 @@ from pyflink.table import StreamTableEnvironment
 
 from infra import toolchain
 from infra.flink_jars import connector_jars
-from jobs.stages import load_pipeline, run_batch
+from jobs.ingest_metrics import observe_batch
+from jobs.metrics_endpoint import serve_metrics
+from jobs.stages import PENDING_OPS, load_pipeline, run_batch
 from memstream.settings import Settings
 from pipelines.ingest import IngestPipeline, IngestResult, SourceRecord
 from pipelines.review import UserMemoryState
-from schemas.ops import OpType
 from schemas.topics import INPUT_TOPICS, MEMORY_DLQ, MEMORY_OPS, MEMORY_PENDING, OUTPUT_TOPICS
 from schemas.validate import InvalidEvent, decode_event
 
 log = logging.getLogger(__name__)
 
-# Ops the pending-queue consumers (HITL tooling) need besides the sink: the
-# same rule as the Faust worker's, so both engines fill memory.pending alike.
-PENDING_OPS = frozenset({OpType.ADD_PENDING, OpType.RESOLVE_PENDING})
 SOURCE_TABLE = "ingest_source"
 SINK_TABLE = "ingest_sink"
 STATE_NAME = "user-memory"
@@ -338,8 +346,10 @@ class IngestFunction(KeyedProcessFunction):
         self.namespace = namespace
 
     def open(self, runtime_context: RuntimeContext) -> None:
-        """Load the stages (once per process) and bind the keyed state."""
+        """Load the stages (once per process), serve /metrics and bind the keyed state."""
         started = time.perf_counter()
+        metrics = self.settings.metrics
+        serve_metrics(metrics.host, metrics.flink_port, "flink ingest")
         self.pipeline = _pipeline(self.settings)
         log.info("stages ready in %.1f s", time.perf_counter() - started)
         self.state = runtime_context.get_state(ValueStateDescriptor(STATE_NAME, Types.STRING()))
@@ -354,6 +364,7 @@ class IngestFunction(KeyedProcessFunction):
         state = batch.states.get(current_key)
         if state is not None:
             self.state.update(json.dumps(state.snapshot(), separators=(",", ":")))
+        observe_batch(batch, datetime.now(UTC))
 
     def _load(self, key: str, current_key: str) -> UserMemoryState | None:
         if key != current_key:

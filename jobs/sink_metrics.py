@@ -48,3 +48,20 @@ BATCHES_COMMITTED = Counter(
     "memstream_sink_batches_committed_total",
     "Batches of memory.ops whose offsets were committed after their writes.",
 )
+EVENTS_IN = Counter(
+    "memstream_sink_events_in_total",
+    "Records consumed by the sink job, per topic.",
+    ["topic"],
+)
+DEAD_LETTERS = Counter(
+    "memstream_sink_dead_letters_total",
+    "Records the sink job dead-lettered to memory.dlq, by reason.",
+    ["reason"],
+)
+END_TO_END_SECONDS = Histogram(
+    "memstream_sink_end_to_end_seconds",
+    "From an operation's event time to the sink job applying it (written or spooled).",
+    # The ingest histogram's buckets (jobs/ingest_metrics.py) plus the sink's
+    # batch: DESIGN.md's p95 <= 800 ms applies to the whole path.
+    buckets=(0.1, 0.2, 0.4, 0.8, 1.6, 3.2, 6.4, 15, 30, 60, 300, 3600),
+)

@@ -3,9 +3,10 @@
 Both engines (the Faust worker, the PyFlink job) build their pipeline here, so
 a model path or a stage's constructor changes in one place:
 ``load_pipeline(settings)`` loads spaCy, the project's Flair NER, MiniLM and
-TransE (several seconds: once per process, never per batch), and
-``run_batch(pipeline, records, load_state)`` runs a batch so that one bad
-record cannot take the batch, or the worker, down with it.
+TransE (several seconds: once per process, never per batch), with every stage timed
+into ``jobs.ingest_metrics``; ``run_batch(pipeline, records, load_state)``
+runs a batch so that one bad record cannot take the batch, or the worker, down
+with it.
 """
 
 from __future__ import annotations
@@ -21,7 +22,11 @@ from memstream.settings import Settings
 from pipelines.ingest import IngestPipeline, IngestResult, SourceRecord
 from pipelines.review import Reviewer, UserMemoryState
 from schemas.deadletter import DeadLetter, DeadLetterReason
+from schemas.ops import OpType
 
+# Ops the pending-queue consumers (HITL tooling) need besides the sink: both
+# engines also send these to memory.pending.
+PENDING_OPS = frozenset({OpType.ADD_PENDING, OpType.RESOLVE_PENDING})
 _PIPELINES_ROOT = Path(pipelines.__file__).resolve().parent
 # Stage names as dead letters report them, by the pipelines/ sub-package (or
 # module) an exception was raised in. ner is the Flair model behind extract.
@@ -42,6 +47,7 @@ def load_pipeline(settings: Settings) -> IngestPipeline:
     # CLI's --help and the engines' start-up checks should not wait for.
     import torch
 
+    from jobs.ingest_metrics import time_stage
     from pipelines.encode import Encoder
     from pipelines.extract import FactExtractor, extract_crm
     from pipelines.parse import DialogueParser
@@ -57,6 +63,7 @@ def load_pipeline(settings: Settings) -> IngestPipeline:
         crm_extractor=extract_crm,
         encoder=Encoder.load(transe_dir if transe_dir.is_dir() else None),
         reviewer=Reviewer(settings.review, load_rules(settings.review_rules or RULES_FILE)),
+        stage_timer=time_stage,
     )
 
 
@@ -67,6 +74,15 @@ class Batch:
     results: list[IngestResult]
     states: dict[str, UserMemoryState] = field(default_factory=dict)
     isolated: bool = False  # the batch failed as a whole and ran record by record
+    # Each state's review counters (skipped, pending, ...) when it was loaded.
+    counters_at_load: dict[str, dict[str, int]] = field(default_factory=dict)
+
+    def counted(self, name: str) -> int:
+        """How much the batch added to the review counter ``name`` over all its states."""
+        return sum(
+            state.counters.get(name, 0) - self.counters_at_load[key].get(name, 0)
+            for key, state in self.states.items()
+        )
 
 
 def run_batch(
@@ -112,6 +128,7 @@ def _state_source(
         if state is None:
             state = load_state(key) or pipeline.reviewer.new_state()
             batch.states[key] = state
+            batch.counters_at_load[key] = dict(state.counters)
         return state
 
     return state_for

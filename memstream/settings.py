@@ -146,6 +146,27 @@ class ApiSettings(_Section):
     mcp_key: SecretStr | None = None  # the key `memstream mcp` serves (its tenant)
 
 
+class MetricsSettings(_Section):
+    """Prometheus endpoints of the jobs and the lag sampler behind the API's dashboard.
+
+    Each job serves ``/metrics`` on its own port (0: no endpoint); the API
+    serves ``/metrics`` and ``/dashboard`` on its own port. Ports sit beside
+    the API's 18080 and the MCP server's 18081, away from infra's services.
+    """
+
+    host: str = "127.0.0.1"  # loopback: exposing metrics beyond the machine is a choice
+    ingest_port: int = Field(default=18091, ge=0, le=65535)  # the Faust worker
+    flink_port: int = Field(default=18092, ge=0, le=65535)  # the PyFlink job's Python worker
+    sink_port: int = Field(default=18093, ge=0, le=65535)
+    # Seconds between lag samples in `memstream serve`: `memstream lag --watch`'s
+    # default, several samples per Flink checkpoint (30 s).
+    lag_interval_s: float = Field(default=5.0, gt=0)
+    # Samples kept for the dashboard: one hour at the default interval.
+    lag_history: int = Field(default=720, ge=2)
+    # Groups the sampler follows; empty: every group on the cluster.
+    lag_groups: list[str] = Field(default_factory=list)
+
+
 class Settings(BaseSettings):
     """All of memstream's configuration, with documented defaults."""
 
@@ -176,6 +197,7 @@ class Settings(BaseSettings):
     sink: SinkSettings = SinkSettings()
     flink: FlinkSettings = FlinkSettings()
     api: ApiSettings = ApiSettings()
+    metrics: MetricsSettings = MetricsSettings()
     review: ReviewConfig = ReviewConfig()
     # score = 0.6·vector + 0.3·keyword + 0.1·time (DESIGN.md §4); e.g. MEMSTREAM_RECALL__TIME=0.2.
     recall: RecallWeights = RecallWeights()

@@ -11,11 +11,17 @@ by record in offset order, so a user's facts are decided in the order they
 were said. The extract stage's per-session turn context lives in the user's
 keyed state beside the review state, so the result never depends on how an
 engine batches records (Flink hands over one at a time, Faust dozens).
+
+Timing: an optional ``StageTimer`` wraps each stage's work (``parse``,
+``extract``, ``encode``, ``review``) in a context manager of the caller's, so a
+job can measure stage latency without this module reading a clock or knowing
+a metrics library. The default does nothing.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -68,6 +74,17 @@ class FactEncoder(Protocol):
 CrmExtractor = Callable[[CrmWebhook], list[ExtractedFact]]
 
 
+class StageTimer(Protocol):
+    """Wraps one stage's work: ``with timer("parse"): ...`` (stages: module docstring)."""
+
+    def __call__(self, stage: str) -> AbstractContextManager[object]: ...
+
+
+def untimed(stage: str) -> AbstractContextManager[object]:
+    """The default StageTimer: measures nothing."""
+    return nullcontext()
+
+
 class IngestPipeline:
     """parse → extract → encode → review → route over a batch of raw records."""
 
@@ -78,6 +95,7 @@ class IngestPipeline:
         crm_extractor: CrmExtractor,
         encoder: FactEncoder,
         reviewer: Reviewer,
+        stage_timer: StageTimer = untimed,
     ) -> None:
         """Assemble from loaded stages (jobs load them once per worker)."""
         self.parser = parser
@@ -85,6 +103,7 @@ class IngestPipeline:
         self.crm_extractor = crm_extractor
         self.encoder = encoder
         self.reviewer = reviewer
+        self.stage_timer = stage_timer
 
     def process(
         self,
@@ -109,7 +128,8 @@ class IngestPipeline:
             state = state_for(result.event.key)
             lineage = _lineage(result.record, result.event)
             try:
-                result.ops = self._review(state, result, lineage, encodings[id(result)])
+                with self.stage_timer("review"):
+                    result.ops = self._review(state, result, lineage, encodings[id(result)])
             except ValueError as exc:
                 # The reviewer leaves the state untouched when it raises, so a
                 # poison event is dead-lettered and the batch goes on.
@@ -129,6 +149,10 @@ class IngestPipeline:
             )
         assert result.event is not None  # noqa: S101  # dead letters never reach review
         return self.reviewer.apply(state, result.event, lineage, result.facts, encodings)
+
+    def _timed(self, stage: str, items: int) -> AbstractContextManager[object]:
+        """The stage timer, for a call with work to do (an empty call is no latency)."""
+        return self.stage_timer(stage) if items else nullcontext()
 
     # -- steps -------------------------------------------------------------
     @staticmethod
@@ -174,7 +198,8 @@ class IngestPipeline:
         self, turns: list[IngestResult], state_for: Callable[[str], UserMemoryState]
     ) -> None:
         events = [r.event for r in turns if isinstance(r.event, DialogueEvent)]
-        parsed = self.parser.parse_batch(events)
+        with self._timed("parse", len(events)):
+            parsed = self.parser.parse_batch(events)
         for result, turn in zip(turns, parsed, strict=True):
             result.intent = turn.intent
         # Turn context is per user and session: extract each user's turns (in
@@ -188,9 +213,10 @@ class IngestPipeline:
         for key, rows in by_user.items():
             state = state_for(key)
             contexts = {s: DialogueContext.model_validate(c) for s, c in state.dialogue.items()}
-            facts, updated = self.extractor.extract_in_context(
-                [(events[i], parsed[i]) for i in rows], contexts
-            )
+            with self.stage_timer("extract"):
+                facts, updated = self.extractor.extract_in_context(
+                    [(events[i], parsed[i]) for i in rows], contexts
+                )
             for i, turn_facts in zip(rows, facts, strict=True):
                 turns[i].facts = list(turn_facts)
             # Ordered (not a set): the state keeps sessions in LRU order.
@@ -203,7 +229,8 @@ class IngestPipeline:
     def _encode(self, results: list[IngestResult]) -> Mapping[int, list[Encoding | None]]:
         live = [r for r in results if r.dead_letter is None]
         flat = [f for r in live for f in r.facts]
-        vectors = iter(self.encoder.encode(flat))
+        with self._timed("encode", len(flat)):
+            vectors = iter(self.encoder.encode(flat))
         return {id(r): [next(vectors) for _ in r.facts] for r in live}
 
 
