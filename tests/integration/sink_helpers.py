@@ -19,15 +19,16 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import redis
 
 from connectors import kafka_admin
 from connectors.chroma_memory import ChromaMemory
 from connectors.kafka_io import KeyedProducer, end_offsets
 from connectors.kafka_offsets import OffsetReader, OffsetsUnavailable
 from connectors.neo4j_memory import Neo4jMemory
-from connectors.redis_memory import RedisMemory
+from connectors.redis_memory import RedisMemory, RedisSpool
 from jobs.sink_job import SinkConfig, SinkJob, open_lanes
-from jobs.sink_lane import StoreLane
+from jobs.sink_lane import StoreLane, spool_namespace
 from memstream.settings import Settings
 from pipelines.review import Reviewer
 from schemas.events import CrmWebhook, DialogueEvent, InputEvent, Role
@@ -230,6 +231,22 @@ def caught_up(bootstrap: str, group: str, topic: str) -> bool:
         return False
     ends = end_offsets(bootstrap, topic)
     return all(positions.get((topic, p), 0) == end for p, end in ends.items())
+
+
+def spools_empty(redis_url: str, store_namespace: str) -> bool:
+    """Whether no store's Redis spool holds operations still to be drained.
+
+    A store that fell back (slow under load) holds its operations in the spool
+    after the group has committed them: caught up is not yet applied.
+    """
+    client = redis.Redis.from_url(redis_url)
+    try:
+        return all(
+            RedisSpool(client, namespace=spool_namespace(store_namespace, store)).spool_depth() == 0
+            for store in ("chroma", "neo4j")
+        )
+    finally:
+        client.close()
 
 
 def committed_count(bootstrap: str, group: str, topic: str) -> int:

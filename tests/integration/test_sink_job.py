@@ -34,6 +34,7 @@ from sink_helpers import (
     reference_state,
     run_to_end,
     snapshot,
+    spools_empty,
     wait_until,
 )
 
@@ -123,7 +124,7 @@ def wait_for_progress(
 
 
 def test_sigkill_at_random_points_leaves_each_version_exactly_once(
-    settings: Settings, namespace: str, unique: str, tmp_path: Path
+    settings: Settings, redis_url: str, namespace: str, unique: str, tmp_path: Path
 ) -> None:
     bootstrap = settings.kafka.bootstrap
     stream = make_stream(f"t{unique}", USERS, turns=120)
@@ -149,7 +150,11 @@ def test_sigkill_at_random_points_leaves_each_version_exactly_once(
     sink = SinkProcess(namespace, store_ns, chroma_dir, log)
     try:
         wait_until(
-            lambda: not sink.alive() or caught_up(bootstrap, group, topic), "the restarted sink"
+            lambda: (
+                not sink.alive()
+                or (caught_up(bootstrap, group, topic) and spools_empty(redis_url, store_ns))
+            ),
+            "the restarted sink to apply everything (committed, spools drained)",
         )
         assert sink.alive(), sink.tail()
     finally:
