@@ -8,7 +8,12 @@ batches as a worker would take them from Kafka. Prints the model load times,
 then turns/s of each stage alone and of the chain parse -> extract -> encode,
 with each stage's share of the chain's time, beside two baselines measured in
 the same run over the same turns: spaCy's tokenizer alone, and the full spaCy
-pipeline the parse stage runs (``nlp.pipe``). Timings are the median of
+pipeline the parse stage runs (``nlp.pipe``). ``--compare-ner MODEL`` also runs
+the chain with another NER model file (e.g. an earlier ``final-model.pt`` from
+git history), its passes interleaved with the committed model's so both see the
+same machine load, and prints it as one more row. ``--workers N`` then runs the
+chain in N processes at once (one worker per core, as deployed) and prints
+their total turns/s. Timings are the median of
 ``--repeat`` passes after one warm-up pass; beside the wall-clock speed,
 turns/CPU-s is the speed per second of this process's CPU time, which other
 load on a shared machine does not inflate (with one torch thread it is what
@@ -125,11 +130,37 @@ class Stages:
         return spent
 
 
-def median_runs(run: Callable[[], dict[str, float]], repeat: int) -> dict[str, float]:
-    """The per-key median of ``repeat`` runs (after one warm-up run)."""
-    run()
-    results = [run() for _ in range(repeat)]
-    return {key: statistics.median(r[key] for r in results) for key in results[0]}
+def median_runs(
+    runs: Sequence[Callable[[], dict[str, float]]], repeat: int
+) -> list[dict[str, float]]:
+    """The per-key median of ``repeat`` runs of each of ``runs`` (after one warm-up each).
+
+    The runs take turns pass by pass, so a change of machine load hits all of them.
+    """
+    for run in runs:
+        run()
+    results: list[list[dict[str, float]]] = [[] for _ in runs]
+    for _ in range(repeat):
+        for run, out in zip(runs, results, strict=True):
+            out.append(run())
+    return [{key: statistics.median(r[key] for r in out) for key in out[0]} for out in results]
+
+
+def compared_chain(stages: Stages, model: Path, turn_batches: list[Sequence[DialogueEvent]]) -> Any:
+    """A pass of the chain with the NER model file ``model`` in place of the committed one."""
+    from pipelines.ner import NerTagger
+
+    other = NerTagger.load(model)
+    committed = stages.extractor.tagger
+
+    def run() -> dict[str, float]:
+        stages.extractor.tagger = other
+        try:
+            return stages.chain(turn_batches)
+        finally:
+            stages.extractor.tagger = committed
+
+    return run
 
 
 def report(
@@ -138,6 +169,7 @@ def report(
     chain: dict[str, float],
     baseline: dict[str, float],
     header: str,
+    compared: tuple[str, dict[str, float]] | None = None,
 ) -> str:
     """The result tables as text."""
     measured = chain | baseline
@@ -158,6 +190,15 @@ def report(
         lines.append(
             f"{name:<34}{turns / wall:>10.0f}{wall / turns * 1e3:>10.2f}{turns / cpu:>13.0f}{share}"
         )
+    if compared is not None:
+        name, other = compared
+        wall = sum(other[stage] for stage in STAGES)
+        cpu = sum(other[f"{stage}:cpu"] for stage in STAGES)
+        extract = f"extract {turns / other['extract']:.0f} turns/s"
+        lines.append(
+            f"{'chain with NER ' + name:<34}{turns / wall:>10.0f}{wall / turns * 1e3:>10.2f}"
+            f"{turns / cpu:>13.0f}  ({extract})"
+        )
     facts, chain_speed = int(chain["facts"]), turns / measured["chain"]
     lines += [
         "",
@@ -165,6 +206,59 @@ def report(
         f"chain: {chain_speed:.0f} turns/s (wall clock) against a target of {TARGET_TURNS_PER_S}: "
         + ("MET" if chain_speed >= TARGET_TURNS_PER_S else "NOT MET"),
     ]
+    return "\n".join(lines)
+
+
+def worker(options: argparse.Namespace, start: Any, results: Any) -> None:
+    """One worker process: load the stages, wait for the others, time the chain.
+
+    Puts (turns, wall seconds, CPU seconds) of ``options.repeat`` passes after a
+    warm-up pass on ``results``: the same work one Faust/Flink worker per core does.
+    """
+    import flair
+    import torch
+
+    flair.logger.setLevel(logging.WARNING)
+    torch.set_num_threads(options.torch_threads)
+    turns = load_turns(options.turns_file)
+    stages = Stages(options.transe_dir)
+    turn_batches = batches(turns, options.batch)
+    stages.chain(turn_batches)
+    start.wait()
+    wall, cpu = now()
+    for _ in range(options.repeat):
+        stages.chain(turn_batches)
+    end = now()
+    results.put((len(turns) * options.repeat, end[0] - wall, end[1] - cpu))
+
+
+def workers_report(options: argparse.Namespace) -> str:
+    """Turns/s of ``options.workers`` processes running the chain at once (one per core)."""
+    import multiprocessing
+
+    context = multiprocessing.get_context("spawn")  # no forked torch/OpenMP state
+    start = context.Barrier(options.workers)
+    results = context.Queue()
+    processes = [
+        context.Process(target=worker, args=(options, start, results))
+        for _ in range(options.workers)
+    ]
+    for process in processes:
+        process.start()
+    done = [results.get() for _ in processes]
+    for process in processes:
+        process.join()
+    turns = sum(n for n, _, _ in done)
+    wall = max(w for _, w, _ in done)
+    lines = [f"{options.workers} worker processes, {options.repeat} passes each after a warm-up:"]
+    lines += [
+        f"  worker {i}: {n / w:.0f} turns/s, {n / c:.0f} turns/CPU-s"
+        for i, (n, w, c) in enumerate(done)
+    ]
+    lines.append(
+        f"parse + extract + encode, all workers: {turns / wall:.0f} turns/s (wall clock) "
+        f"against a target of {TARGET_TURNS_PER_S}"
+    )
     return "\n".join(lines)
 
 
@@ -176,6 +270,10 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--torch-threads", type=int, default=DEFAULT_TORCH_THREADS)
     parser.add_argument("--transe-dir", type=Path, default=None, help="default: fallback vectors")
+    parser.add_argument("--compare-ner", type=Path, default=None, help="another NER model file")
+    parser.add_argument(
+        "--workers", type=int, default=0, help="also run the chain in N processes at once"
+    )
     args = parser.parse_args()
 
     import flair
@@ -187,15 +285,21 @@ def main() -> None:
     load_before = os.getloadavg()[0]
     stages = Stages(args.transe_dir)
     turn_batches = batches(turns, args.batch)
-    chain = median_runs(lambda: stages.chain(turn_batches), args.repeat)
+    runs = [lambda: stages.chain(turn_batches)]
+    if args.compare_ner is not None:
+        runs.append(compared_chain(stages, args.compare_ner, turn_batches))
+    chain, *others = median_runs(runs, args.repeat)
     texts = [turn.text for turn in turns]
-    baseline = median_runs(lambda: stages.baselines(texts), args.repeat)
+    [baseline] = median_runs([lambda: stages.baselines(texts)], args.repeat)
     header = (
         f"{len(turns)} turns from {args.turns_file.name} in batches of {args.batch}; "
         f"median of {args.repeat} passes; torch threads {args.torch_threads}; "
         f"{os.cpu_count()} CPUs, 1-min load average {load_before:.1f} -> {os.getloadavg()[0]:.1f}"
     )
-    print(report(len(turns), stages.load_s, chain, baseline, header))
+    compared = (args.compare_ner.name, others[0]) if others else None
+    print(report(len(turns), stages.load_s, chain, baseline, header, compared))
+    if args.workers:
+        print("\n" + workers_report(args))
 
 
 if __name__ == "__main__":

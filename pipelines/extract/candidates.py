@@ -13,21 +13,32 @@ from dataclasses import dataclass
 from typing import Any
 
 from pipelines.extract import vocabulary as vocab
-from pipelines.extract.spans import number_core, place_core, time_parts
+from pipelines.extract.scope import is_schedule_time, unavailable
+from pipelines.extract.spans import clause_of, is_time_core, number_core, place_core, time_parts
 
 # Verbs whose direct object is something the speaker likes (or, negated, does not).
 LIKE_VERBS = frozenset({"like", "love", "enjoy", "prefer", "adore", "eat", "drink", "fancy"})
+# Verbs that say the speaker wants the object only with "I"/"we" said out loud:
+# "I'll keep the landline", "I'll try the yoga classes" (not "keep the receipt").
+SELF_LIKE_VERBS = frozenset({"keep", "try"})
 # Verbs that mean the opposite: "I hate X" is likes X, negated.
 DISLIKE_VERBS = frozenset({"hate", "dislike", "detest"})
+# Verbs whose object is refused: "avoid" is a negation cue of negex
+# (polarity.EXTRA_TERMS), which negates the object, so it must not flip again.
+REFUSING_VERBS = frozenset({"avoid"})
 # Verbs that only say something about preference when negated: "I don't want X".
 NEGATED_ONLY_VERBS = frozenset({"want", "need", "read", "watch", "use"})
 # Adjective/noun heads with a preposition: "fan of X", "interested in X", "allergic to X".
 PREP_HEADS = {("fan", "of"): "likes", ("interested", "in"): "likes", ("allergic", "to"): "allergy"}
+PREP_HEADS |= {("keen", "on"): "likes"}
+# Things one arranges rather than likes: "I'd like the installation on Wednesday".
+ARRANGEMENT_NOUNS = frozenset(
+    {"installation", "delivery", "call", "callback", "appointment", "visit", "booking"}
+)
 PLAN_NOUNS = frozenset({"plan", "tariff", "contract", "subscription"})
 PLAN_VERBS = frozenset({"switch", "upgrade", "downgrade"})
 # Object tokens that are not a thing one likes.
 DROP_OBJECT_DEPS = frozenset({"det", "poss", "predet", "case"})
-CLAUSE_BREAKS = frozenset({",", ";", "but", ":"})
 PAST_TIME_MARKERS = frozenset({"since", "ago", "last", "yesterday", "earlier"})
 VAGUE_TIMES = frozenset({"week", "month", "year", "today", "now", "time", "day"})
 ORDER_STATUS = (
@@ -54,35 +65,47 @@ def _lemmas(tokens: Any) -> set[str]:
     return {t.lemma_.lower() for t in tokens} | {t.lower_ for t in tokens}
 
 
-def clause_of(span: Any) -> Any:
-    """The tokens between the clause breaks (",", ";", "but") around ``span``."""
-    sent, start, end = span.sent, span.start, span.end
-    while start > sent.start and span.doc[start - 1].lower_ not in CLAUSE_BREAKS:
-        start -= 1
-    while end < sent.end and span.doc[end].lower_ not in CLAUSE_BREAKS:
-        end += 1
-    return span.doc[start:end]
+def _scope_topic(scope: Any, is_agent: bool, committed: bool) -> str | None:
+    """The time topic the cue words of ``scope`` name, or None."""
+    lemmas = _lemmas(scope)
+    predicate = vocab.time_topic(lemmas)
+    if predicate == "contact_time" and is_agent and committed:
+        return "callback_time"
+    if predicate == "delivery_time" and _self_arrival(scope):
+        return "travel_time"  # "I'll arrive June 4": the speaker travels, no parcel
+    if predicate is None and is_agent and committed and lemmas & {"remind", "confirm"}:
+        return "callback_time"
+    return predicate
+
+
+def _self_arrival(scope: Any) -> bool:
+    return any(
+        t.lemma_.lower() == "arrive"
+        and any(c.dep_ == "nsubj" and c.lower_ in {"i", "we"} for c in t.children)
+        for t in scope
+    )
 
 
 def time_predicate(
     span: Any, is_agent: bool, committed: bool, topic: str | None = None
 ) -> tuple[str, bool]:
-    """The predicate a TIME belongs to: cues in its clause, its sentence, then ``topic``.
+    """The predicate a TIME belongs to: cues in its clause, ``topic``, its sentence's cues.
 
     ``topic`` is the time topic earlier turns set (``DialogueContext``): "Sunday
-    morning." after "When should we deliver?" is a delivery time. A topic from
+    morning." after "When should we deliver?" is a delivery time. It outranks a
+    cue in another clause of the sentence ("I can't come on Monday, I'm
+    travelling to Paris" while rescheduling an appointment). A topic from
     context is a guess, so it is not ``explicit``.
     """
-    for scope in (clause_of(span), span.sent):
-        lemmas = _lemmas(scope)
-        predicate = vocab.time_topic(lemmas)
-        if predicate is not None:
-            if predicate == "contact_time" and is_agent and committed:
-                return "callback_time", True
-            return predicate, True
-        if is_agent and committed and lemmas & {"remind", "confirm"}:
-            return "callback_time", True
-    return topic or vocab.DEFAULT_TIME_PREDICATE, False
+    clause = _scope_topic(clause_of(span), is_agent, committed)
+    if clause is not None:
+        return clause, True
+    if topic is not None:
+        return topic, False
+    sentence = _scope_topic(span.sent, is_agent, committed)
+    if sentence is not None:
+        return sentence, True
+    return vocab.DEFAULT_TIME_PREDICATE, False
 
 
 def ner_candidates(
@@ -100,23 +123,31 @@ def ner_candidates(
     lemmas = _lemmas(sent)
     committed = any(span.label_ == "COMMITMENT" for span in spans)
     taken: list[Any] = []  # cleaned PLACE spans so far (the tagger's spans are in text order)
+    # In a session about a trip, a cue-less time is the trip's ("Probably in July.").
+    fallback_topic = topic or ("travel_time" if place_topic == "travel" else None)
     for span in spans:
         if span.label_ == "TIME":
-            predicate, explicit = time_predicate(span, is_agent, committed, topic)
+            predicate, explicit = time_predicate(span, is_agent, committed, fallback_topic)
             for part in time_parts(span):
                 before = span.doc[part.start - 1].lower_ if part.start > sent.start else ""
                 value = vocab.canonical_time(part.text)
                 words = set(value.split())
                 if words & PAST_TIME_MARKERS or before in PAST_TIME_MARKERS:
                     continue
+                if not is_schedule_time(part):
+                    continue
                 if value and not words <= VAGUE_TIMES:
-                    yield Candidate(predicate, value, part, "TIME", explicit)
+                    yield Candidate(
+                        predicate, value, part, "TIME", explicit, reverse=unavailable(part)
+                    )
         elif span.label_ == "PLACE":
             place = place_core(span)
             # An address extended over ", Bath" also covers the tagger's separate "Bath".
             if place is None or any(place.start >= t.start and place.end <= t.end for t in taken):
                 continue
             taken.append(place)
+            if place.start > sent.start and span.doc[place.start - 1].lower_ == "from":
+                continue  # "back from Dublin": where the speaker was, not where they go
             value = vocab.canonical_place(place.text)
             # A street address is an address whatever the verb; a town is where the
             # user travels or lives, by the cue words around it.
@@ -128,6 +159,8 @@ def ner_candidates(
                 yield Candidate("address", value, place, "PLACE")
             elif place_topic is not None:
                 yield Candidate(place_topic, value, place, "PLACE", explicit=False)
+            elif topic == "travel_time":
+                yield Candidate("travel", value, place, "PLACE", explicit=False)
         elif span.label_ == "NUMBER":
             number = number_core(span)
             if lemmas & vocab.CODE_CUES:
@@ -142,9 +175,9 @@ def ner_candidates(
                 )
 
 
-def _regex_spans(sent: Any, pattern: re.Pattern[str] | str) -> Iterator[tuple[Any, str]]:
-    regex = pattern if isinstance(pattern, re.Pattern) else re.compile(pattern, re.IGNORECASE)
-    for match in regex.finditer(sent.text):
+def _regex_spans(sent: Any, text: str, regex: re.Pattern[str]) -> Iterator[tuple[Any, str]]:
+    """Spans of ``sent`` (whose text is ``text``: a Span rebuilds it on every access)."""
+    for match in regex.finditer(text):
         span = sent.doc.char_span(
             sent.start_char + match.start(), sent.start_char + match.end(), alignment_mode="expand"
         )
@@ -152,23 +185,33 @@ def _regex_spans(sent: Any, pattern: re.Pattern[str] | str) -> Iterator[tuple[An
             yield span, match.group(0)
 
 
+def _word(text: str) -> re.Pattern[str]:
+    return re.compile(rf"\b{re.escape(text)}\b", re.IGNORECASE)
+
+
+# (predicate, field, pattern, canonical object or None for the lower-cased match),
+# compiled once: compiling them per sentence was a tenth of the extract stage.
+LEXICON: tuple[tuple[str, str, re.Pattern[str], str | None], ...] = (
+    ("email", "EMAIL", vocab.EMAIL, None),
+    *(("diet", "DIET", _word(diet), diet) for diet in vocab.DIETS),
+    *(("payment_method", "PAYMENT", _word(n), v) for n, v in vocab.PAYMENT_METHODS.items()),
+    *(
+        ("contact_channel", "CHANNEL", re.compile(channel, re.IGNORECASE), value)
+        for channel, value in vocab.CONTACT_CHANNELS.items()
+    ),
+)
+
+
 def lexicon_candidates(sent: Any, is_agent: bool) -> Iterator[Candidate]:
     """E-mail addresses, diets, payment methods, contact channels, order status."""
-    for span, text in _regex_spans(sent, vocab.EMAIL):
-        yield Candidate("email", text.lower(), span, "EMAIL")
-    for diet in vocab.DIETS:
-        for span, _ in _regex_spans(sent, rf"\b{re.escape(diet)}\b"):
-            yield Candidate("diet", diet, span, "DIET")
-    for name, value in vocab.PAYMENT_METHODS.items():
-        for span, _ in _regex_spans(sent, rf"\b{re.escape(name)}\b"):
-            yield Candidate("payment_method", value, span, "PAYMENT")
-    for channel, value in vocab.CONTACT_CHANNELS.items():
-        for span, _ in _regex_spans(sent, channel):
-            yield Candidate("contact_channel", value, span, "CHANNEL")
+    text = sent.text
+    for predicate, field, regex, value in LEXICON:
+        for span, found in _regex_spans(sent, text, regex):
+            yield Candidate(predicate, value or found.lower(), span, field)
     if is_agent:
-        for pattern, value in ORDER_STATUS:
-            for span, _ in _regex_spans(sent, pattern):
-                yield Candidate("order_status", value, span, "STATUS")
+        for pattern, status in ORDER_STATUS:
+            for span, _ in _regex_spans(sent, text, pattern):
+                yield Candidate("order_status", status, span, "STATUS")
 
 
 def object_phrase(token: Any) -> tuple[Any, str] | None:
@@ -196,16 +239,27 @@ def _speaker_is_self(verb: Any) -> bool:
     return not subjects or subjects[0].lower_ in {"i", "we"}
 
 
+def _arrangement(token: Any) -> bool:
+    return is_time_core(token) or token.lemma_.lower() in ARRANGEMENT_NOUNS
+
+
 def dependency_candidates(sent: Any) -> Iterator[Candidate]:
     """Likes, allergies and plans read off spaCy dependencies."""
     for token in sent:
         lemma = token.lemma_.lower()
         if token.pos_ in {"VERB", "AUX"} and _speaker_is_self(token):
             negated_verb = any(c.dep_ == "neg" for c in token.children)
+            said_by_self = any(
+                c.dep_ == "nsubj" and c.lower_ in {"i", "we"} for c in token.children
+            )
             if lemma in LIKE_VERBS | DISLIKE_VERBS or (lemma == "stand" and negated_verb):
                 # "can't stand X": its own "n't" already negates; only hate-verbs flip.
                 reverse = lemma in DISLIKE_VERBS
-            elif lemma in NEGATED_ONLY_VERBS and negated_verb:
+            elif (
+                (lemma in NEGATED_ONLY_VERBS and negated_verb)
+                or (lemma in SELF_LIKE_VERBS and said_by_self)
+                or lemma in REFUSING_VERBS
+            ):
                 reverse = False
             elif lemma in PLAN_VERBS:
                 for prep in (c for c in token.children if c.lower_ == "to"):
@@ -213,14 +267,16 @@ def dependency_candidates(sent: Any) -> Iterator[Candidate]:
                         # "switch to the premium plan" is read by the plan-noun rule below.
                         if obj.lemma_.lower() in PLAN_NOUNS:
                             continue
-                        if (phrase := object_phrase(obj)) is not None:
+                        if (phrase := object_phrase(obj)) is not None and not _arrangement(obj):
                             yield Candidate("plan", phrase[1], phrase[0], "PLAN")
                 continue
             else:
                 continue
             for obj in _objects(token):
                 phrase = object_phrase(obj)
-                if phrase is None:
+                # "I'd like the installation on Wednesday", "I prefer the evening for
+                # calls": an arrangement or a time, which the time rules read.
+                if phrase is None or _arrangement(obj):
                     continue
                 predicate = "plan" if obj.lemma_.lower() in PLAN_NOUNS else "likes"
                 yield Candidate(predicate, phrase[1], phrase[0], "ITEM", reverse=reverse)
@@ -231,7 +287,9 @@ def dependency_candidates(sent: Any) -> Iterator[Candidate]:
             for obj in _objects(prep):
                 if (phrase := object_phrase(obj)) is not None:
                     yield Candidate(head_predicate, phrase[1], phrase[0], "ITEM")
-        if lemma in {"plan", "tariff"} and token.pos_ == "NOUN":
+        # "a new electricity tariff" is asked for, not held: only a definite plan is one.
+        indefinite = any(c.lower_ in {"a", "an"} for c in token.children)
+        if lemma in {"plan", "tariff"} and token.pos_ == "NOUN" and not indefinite:
             mods = [c for c in token.children if c.dep_ in {"amod", "compound"}]
             if mods:
                 span = token.doc[min(m.i for m in mods) : token.i]

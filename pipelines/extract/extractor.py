@@ -14,7 +14,7 @@ from pipelines.extract.candidates import (
     ner_candidates,
 )
 from pipelines.extract.context import DialogueContext, advance, is_affirmation, turn_topic
-from pipelines.extract.fragments import fragment_candidates
+from pipelines.extract.fragments import evaluation_candidates, fragment_candidates
 from pipelines.extract.polarity import (
     SPAN_KEY,
     build_negex,
@@ -22,7 +22,8 @@ from pipelines.extract.polarity import (
     is_negated,
     is_update,
 )
-from pipelines.extract.spans import gazetteer_times, with_gazetteer_places
+from pipelines.extract.scope import describes_offering
+from pipelines.extract.spans import clean_tagger_spans, gazetteer_times, with_gazetteer_places
 from pipelines.ner.tagger import MODEL_PATH, NerTagger
 from pipelines.parse.model import Intent, ParsedTurn
 from pipelines.parse.parser import DialogueParser, parsed_head
@@ -114,7 +115,7 @@ class FactExtractor:
             ]
             for span, s in zip(ner, spans, strict=False):
                 span.label_ = s.label
-            ner = with_gazetteer_places(sent, ner)
+            ner = with_gazetteer_places(sent, clean_tagger_spans(ner))
             ner += gazetteer_times(sent, ner)
             per_turn.setdefault(i, []).append((sent, ner))
         results: list[list[ExtractedFact]] = [[] for _ in pairs]
@@ -132,7 +133,10 @@ class FactExtractor:
                 and is_affirmation(event.text)
             ):
                 results[i] += self._confirmed(event, parsed, results[i], context)
-            topic = turn_topic(docs[i]) if i in docs else None
+            # The topic a turn sets is that of the times it stated, else its first cue:
+            # "I can't come on Monday, I'm travelling" stays about the appointment.
+            times = [f.predicate for f in results[i] if "TIME" in f.fields]
+            topic = times[0] if times else turn_topic(docs[i]) if i in docs else None
             updated[event.session_id] = advance(context, event, results[i], topic)
         return results, updated
 
@@ -153,14 +157,21 @@ class FactExtractor:
             found += fragment_candidates(
                 sent, found, ner, not is_agent and context.agent_asked_choice
             )
+            if not is_agent:
+                found += evaluation_candidates(sent, [c.span for c in found] + ner)
             found_per_sentence.append(_dedupe(found))
         doc = sentences[0][0].doc
         doc.spans[SPAN_KEY] = [c.span for found in found_per_sentence for c in found]
         self.negex(doc)
         update = any(s.intent is Intent.CORRECTION for s in parsed.sentences)
+        # A hedge said on its own ("Thursday. I'm not sure yet.") hedges the whole turn.
+        turn_hedged = any(
+            is_hedged(sent.text) and not found
+            for (sent, _), found in zip(sentences, found_per_sentence, strict=True)
+        )
         facts: list[ExtractedFact] = []
         for (sent, ner), found in zip(sentences, found_per_sentence, strict=True):
-            facts.extend(self._facts(event, parsed, sent, found, ner, update))
+            facts.extend(self._facts(event, parsed, sent, found, ner, update, turn_hedged))
         return facts
 
     def _facts(
@@ -171,8 +182,9 @@ class FactExtractor:
         found: list[Candidate],
         ner: list[Any],
         update: bool,
+        hedged: bool,
     ) -> list[ExtractedFact]:
-        hedged = is_hedged(sent.text)
+        hedged = hedged or is_hedged(sent.text)
         update = update or is_update(sent.text)
         committed = any(span.label_ == "COMMITMENT" for span in ner)
         entities = [
@@ -261,8 +273,12 @@ class FactExtractor:
 def _states_facts(sent: Any, act: Intent, role: Role) -> bool:
     """Questions state nothing, except an agent's offer ("Can we deliver on Wednesday?").
 
-    An agent question between alternatives ("Morning or afternoon?") offers none of them.
+    An agent question between alternatives ("Morning or afternoon?") offers none
+    of them; an agent describing the business ("There's a Thursday group") says
+    nothing about the user.
     """
+    if role is Role.AGENT and describes_offering(sent):
+        return False
     if act is Intent.INQUIRY:
         return role is Role.AGENT and not any(t.lower_ == "or" for t in sent)
     return act not in NO_FACT_ACTS

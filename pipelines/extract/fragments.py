@@ -12,7 +12,9 @@ from typing import Any
 
 from pipelines.extract import vocabulary as vocab
 from pipelines.extract.candidates import Candidate
+from pipelines.extract.spans import is_time_core
 
+LOCATIVE = frozenset({"at", "in", "on", "from", "near"})
 # Words that open a "not X" fragment; "no"/"not"/"never" are also what the
 # negation detectors read, "without" and "nor" are added by EXTRA_TERMS.
 FRAGMENT_NEGATORS = frozenset({"no", "not", "never", "without", "nor", "neither"})
@@ -51,6 +53,10 @@ FRAGMENT_STOP_NOUNS = frozenset(
         "code",
         "reading",
         "fan",
+        "option",
+        "choice",
+        "alternative",
+        "slot",
     }
 )
 
@@ -89,7 +95,8 @@ def fragment_candidates(
             default=chunk.start,
         )
         root = chunk.root
-        if start > root.i:
+        # "I'm not at the office": a place the speaker is (not) at, not a thing liked.
+        if start > root.i or (root.dep_ == "pobj" and root.head.lower_ in LOCATIVE):
             continue
         span = chunk.doc[start : root.i + 1]
         if not _fragment_head(span):
@@ -99,3 +106,36 @@ def fragment_candidates(
         if negated or (verbless and answers_question):
             value = f"{chunk.doc[start : root.i].text.lower()} {root.lemma_.lower()}".strip()
             yield Candidate("likes", value, span, "ITEM", explicit=False)
+
+
+# Praise that says the speaker likes the subject: "Black is good.", "The Rioja was
+# great!". Strong words only: "fine" and "okay" accept a time or an offer far
+# more often than they praise a thing.
+PRAISE = frozenset(
+    {"good", "great", "lovely", "delicious", "excellent", "amazing", "fantastic", "tasty"}
+)
+PRAISE |= frozenset({"wonderful", "perfect", "brilliant"})
+
+
+def evaluation_candidates(sent: Any, taken: list[Any]) -> Iterator[Candidate]:
+    """Likes stated as praise of a thing: "<noun phrase> is/was <praise word>".
+
+    The subject must be a noun phrase that no other rule or NER span took
+    ("Thursday is good" is a time, read by the NER rules).
+    """
+    for token in sent:
+        if token.lemma_.lower() != "be":
+            continue
+        praise = [c for c in token.children if c.dep_ == "acomp" and c.lower_ in PRAISE]
+        subjects = [c for c in token.children if c.dep_ == "nsubj"]
+        if not praise or not subjects or any(c.dep_ == "neg" for c in token.children):
+            continue
+        subject = subjects[0]
+        if subject.pos_ not in {"NOUN", "PROPN", "ADJ"} or is_time_core(subject):
+            continue
+        words = [t for t in subject.subtree if t.i <= subject.i and t.dep_ not in {"det", "poss"}]
+        span = subject.doc[words[0].i : subject.i + 1]
+        if any(span.start < s.end and s.start < span.end for s in taken):
+            continue
+        value = f"{subject.doc[words[0].i : subject.i].text.lower()} {subject.lemma_.lower()}"
+        yield Candidate("likes", value.strip(), span, "ITEM", explicit=False)

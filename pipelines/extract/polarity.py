@@ -38,6 +38,26 @@ EXTRA_TERMS: dict[str, list[str]] = {
         "not by",
         "not on",
         "not in",
+        # Exclusions and refusals of everyday speech (written from common English
+        # usage, not from any split's errors): "anything but Monday", "any day
+        # except Wednesday", "I've decided against Lisbon", "not keen on beetroot".
+        "anything but",
+        "everything but",
+        "any day but",
+        "except",
+        "except for",
+        "other than",
+        "decided against",
+        "not keen on",
+        "leave out",
+        "skip",
+        "cannot do",
+        "can't do",
+        "can't make",
+        "cannot make",
+        "unable to do",
+        "no longer do",
+        "can no longer do",
     ],
     "following_negations": [
         "doesn't work",
@@ -58,7 +78,34 @@ EXTRA_TERMS: dict[str, list[str]] = {
         "are no good",
         "is too late",
         "is too early",
+        "is a bad day",
+        "is a bad time",
+        "is a problem",
+        "is tricky",
+        "is awkward",
         "no longer",
+        "are out",
+        "is out of the question",
+        "are out of the question",
+        "is not possible",
+        "isn't possible",
+        "are not possible",
+        "won't be possible",
+        "doesn't suit",
+        "don't suit",
+        "does not suit",
+        "won't suit",
+        "isn't convenient",
+        "is not convenient",
+        "is a no-go",
+        "isn't good",
+        "is not good",
+        "are not good",
+        "aren't good",
+        "won't work",
+        "wouldn't work",
+        "does not work",
+        "do not work",
     ],
     "pseudo_negations": [
         "not sure",
@@ -79,7 +126,10 @@ EXTRA_TERMS: dict[str, list[str]] = {
 # Hedge cues (sentence scope): the fact is kept but its confidence lowered.
 HEDGES = re.compile(
     r"\b(maybe|might|perhaps|possibly|probably|likely|i think|i guess|i suppose|not sure|"
-    r"not certain|could work|could be|sometime|i'd say|if possible|or so)\b",
+    r"not certain|could work|could be|sometime|i'd say|if possible|or so|"
+    # Everyday tentative phrasing (general English usage, not from any split's errors).
+    r"hopefully|tentatively|potentially|i believe|i reckon|depends|depending on|let's say|"
+    r"pencil (?:me|it|us) in|if needed|if necessary|if need be|could do|not 100)\b",
     re.IGNORECASE,
 )
 # Update cues (sentence scope): the sentence replaces an earlier value even when
@@ -99,8 +149,13 @@ _UP_DEPS |= frozenset({"advmod", "acomp", "oprd", "nmod", "appos", "pcomp", "xco
 
 
 # "without onions" and "nor white chocolate" negate what follows them just like "no".
-_NEGATORS = frozenset({"no", "not", "never", "without", "nor"})
+_NEGATORS = frozenset({"no", "not", "never", "without", "nor", "except"})
 _CLAUSE_BREAKS = frozenset({",", ";", "but", "only", "except", "however", "though"})
+_WHOLES = frozenset({"anything", "everything", "day", "time", "all"})
+
+
+# negspacy ends a negation's scope at "except"; here it opens one ("any day except Wednesday").
+REMOVED_TERMS: dict[str, list[str]] = {"termination": ["except"]}
 
 
 def build_negex(nlp: Any) -> Any:
@@ -109,6 +164,7 @@ def build_negex(nlp: Any) -> Any:
     from negspacy.termsets import termset
 
     terms = termset("en")
+    terms.remove_patterns(REMOVED_TERMS)
     terms.add_patterns(EXTRA_TERMS)
     return Negex(
         nlp,
@@ -137,6 +193,9 @@ def dependency_negated(span: Any) -> bool:
     if before and before[-1].lower_ in _NEGATORS:
         return True
     if len(before) == 2 and before[0].lower_ in _NEGATORS and before[1].pos_ == "ADP":
+        return True
+    # "Anything but Monday", "everything but fish": "but" after a whole excludes.
+    if len(before) == 2 and before[1].lower_ == "but" and before[0].lower_ in _WHOLES:
         return True
     if any(t.lower_ in _NEGATORS and _negator(t) for t in span):
         return True

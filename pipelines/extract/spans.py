@@ -32,16 +32,19 @@ _TIME_CORE = re.compile(
 # Words that may open a time span before its core ("before 9", "next week").
 _TIME_PREFIX = frozenset({"before", "after", "until", "till", "between", "next", "early", "late"})
 _TIME_PREFIX |= frozenset({"half", "quarter", "past", "working"})
-# Durations are not points in time: "it can take 5 days", "in two hours"
-# ("working hours" is a time: only a counted unit is a duration).
+# Durations are not points in time: "it can take 5 days", "in two hours", "one
+# more night" ("working hours" is a time: only a counted unit is a duration).
 _DURATION_UNITS = frozenset({"days", "minutes", "hours", "weeks", "months", "years"})
+_DURATION_UNITS |= frozenset({"day", "minute", "hour", "week", "month", "year", "night", "nights"})
+_DURATION_COUNTS = frozenset({"more", "extra", "another", "few", "couple"})
 # Inside one TIME span these words start a second time: "Monday at 10am", "Monday after 3pm";
 # "Friday instead of Saturday", "June 3 to June 7", "Friday this week" are split too.
-_TIME_SPLIT = frozenset({"at", "and", "or", "instead", "of", "rather", "than", "to", "this"})
+_TIME_SPLIT = frozenset({"at", "and", "or", "nor", "instead", "of", "rather", "than", "to", "this"})
 _TIME_SPLIT_KEEP = frozenset({"before", "after"})
 
 
-def _is_time_core(token: Any) -> bool:
+def is_time_core(token: Any) -> bool:
+    """Whether the token is a word that makes a span a time ("Monday", "9am", "June")."""
     if token.lower_ == "may":
         return bool(token.pos_ == "PROPN")
     return _TIME_CORE.match(token.lower_) is not None
@@ -49,7 +52,7 @@ def _is_time_core(token: Any) -> bool:
 
 def _trim_time(part: Any) -> Any | None:
     tokens = list(part)
-    cores = [i for i, t in enumerate(tokens) if _is_time_core(t)]
+    cores = [i for i, t in enumerate(tokens) if is_time_core(t)]
     if not cores:
         return None
     start = cores[0]
@@ -58,14 +61,32 @@ def _trim_time(part: Any) -> Any | None:
     span = part.doc[tokens[start].i : tokens[cores[-1]].i + 1]
     if span.start > 0 and part.doc[span.start - 1].lower_ == "good":
         return None  # "Good morning" greets, it schedules nothing
+    if (
+        span.start == span.sent.start
+        and len(span) == 1
+        and span.end < span.sent.end
+        and part.doc[span.end].text in {",", "!"}
+    ):
+        return None  # "Morning, I need a new tariff": a greeting too
     if len(span) == 1 and span[0].text.isdigit():
         return None  # a bare "10" is a size, a count or an hour nobody can place
     return span
 
 
+# A bound the tagger sometimes leaves outside its span ("come after | 11am").
+_TIME_BOUNDS = frozenset({"before", "after", "until", "till"})
+
+
 def time_parts(span: Any) -> list[Any]:
     """The times inside one TIME span, each trimmed to its time words."""
-    if any(t.lower_ in _DURATION_UNITS and t.i > 0 and t.nbor(-1).like_num for t in span):
+    if span.start > span.sent.start and span.doc[span.start - 1].lower_ in _TIME_BOUNDS:
+        span = span.doc[span.start - 1 : span.end]
+    if any(
+        t.lower_ in _DURATION_UNITS
+        and t.i > 0
+        and (t.nbor(-1).like_num or t.nbor(-1).lower_ in _DURATION_COUNTS)
+        for t in span
+    ):
         return []
     parts, start = [], span.start
     for token in span:
@@ -80,6 +101,19 @@ def time_parts(span: Any) -> list[Any]:
     return [part for part in trimmed if part is not None]
 
 
+CLAUSE_BREAKS = frozenset({",", ";", "but", ":"})
+
+
+def clause_of(span: Any) -> Any:
+    """The tokens between the clause breaks (",", ";", "but") around ``span``."""
+    sent, start, end = span.sent, span.start, span.end
+    while start > sent.start and span.doc[start - 1].lower_ not in CLAUSE_BREAKS:
+        start -= 1
+    while end < sent.end and span.doc[end].lower_ not in CLAUSE_BREAKS:
+        end += 1
+    return span.doc[start:end]
+
+
 def _capitalised(token: Any) -> bool:
     return bool(token.text[:1].isupper() or token.text[:1].isdigit())
 
@@ -92,7 +126,7 @@ def place_core(span: Any) -> Any | None:
     if start > span.sent.start and doc[start - 1].text.isdigit():
         start -= 1
     tokens = list(doc[start : span.end])
-    if all(_is_time_core(t) for t in tokens if t.is_alpha):
+    if all(is_time_core(t) for t in tokens if t.is_alpha):
         return None  # a weekday or month tagged PLACE
     while tokens and not _capitalised(tokens[0]):
         tokens.pop(0)
@@ -122,6 +156,9 @@ def number_core(span: Any) -> Any:
         start -= 1
     while end < span.sent.end and _digits(doc[end]):
         end += 1
+    # A last digit group glued to markup ("5678</b>") still ends the number.
+    if end < span.sent.end and re.match(r"\d{2,}\D", doc[end].text):
+        end += 1
     return doc[start:end]
 
 
@@ -130,9 +167,12 @@ def number_core(span: Any) -> Any:
 _DAY = r"(?:mon|tues|wednes|thurs|fri|satur|sun)days?"
 _PART = r"(?:mornings?|afternoons?|evenings?|nights?)"
 _CLOCK = r"\d{1,2}(?::\d{2})?\s?[ap]\.?m\.?"
+# Month names ("Probably in July"); "May" only capitalised, else it is the verb.
+_MONTH = "(?:" + "|".join(_MONTHS) + "|(?-i:May))"
 TIME_GAZETTEER = re.compile(
     rf"\b(?:(?:before|after|until)\s+(?:{_CLOCK}|\d{{1,2}}(?!\d)|noon|midnight)"
     rf"|{_DAY}(?:\s+{_PART})?|weekends?|weekdays?|{_CLOCK}|tonight|tomorrow(?:\s+{_PART})?"
+    rf"|{_MONTH}(?:\s+\d{{1,2}}(?:st|nd|rd|th)?)?"
     rf"|(?<=in the )(?:{_PART})|(?<=at )night|working hours)\b",
     re.IGNORECASE,
 )
@@ -177,3 +217,26 @@ def with_gazetteer_places(sent: Any, spans: list[Any]) -> list[Any]:
     places = _gazetteer_spans(sent, [], ADDRESS_GAZETTEER, "PLACE")
     kept = [s for s in spans if not any(s.start < p.end and p.start < s.end for p in places)]
     return sorted(kept + places, key=lambda span: span.start)
+
+
+def clean_tagger_spans(spans: list[Any]) -> list[Any]:
+    """The tagger's spans without its wild guesses, before any rule reads them.
+
+    A month or weekday tagged PLACE ("Probably in July") becomes a TIME; a TIME
+    without any time word ("no onions" -> "onions") and a PLACE without a
+    capitalised word are dropped, so they neither become facts nor hide the
+    words they cover from the other rules.
+    """
+    kept = []
+    for span in spans:
+        words = [t for t in span if t.is_alpha or t.like_num]
+        if span.label_ == "PLACE" and words and all(is_time_core(t) for t in words):
+            span.label_ = "TIME"
+        if span.label_ == "TIME" and not any(is_time_core(t) for t in span):
+            continue
+        if span.label_ == "PLACE" and not any(
+            t.text[:1].isupper() and t.pos_ in {"PROPN", "NOUN", "NUM"} for t in words
+        ):
+            continue  # "Go ahead": a capitalised verb is no place
+        kept.append(span)
+    return kept

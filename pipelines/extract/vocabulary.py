@@ -95,7 +95,8 @@ CODE_CUES = frozenset({"code"})
 METER_CUES = frozenset({"meter", "reading"})
 ADDRESS_CUES = frozenset({"live", "address", "move", "moved", "home", "flat", "office", "house"})
 TRAVEL_CUES = frozenset({"fly", "flying", "travel", "trip", "holiday", "go", "going", "visit"})
-TRAVEL_CUES |= frozenset({"hotel", "abroad", "travelling", "traveling", "moving", "back"})
+TRAVEL_CUES |= frozenset({"hotel", "abroad", "travelling", "traveling", "moving", "back", "flight"})
+TRAVEL_CUES |= frozenset({"head", "heading"})
 
 # Closed lists for objects that are not NER spans.
 DIETS = ("gluten-free", "vegetarian", "vegan", "pescatarian", "halal", "kosher", "lactose-free")
@@ -108,7 +109,7 @@ PAYMENT_METHODS = {
 }
 CONTACT_CHANNELS = {
     r"\btext(?:s|ed)? me\b|\btext messages?\b|\bsms\b": "sms",
-    r"\bby e-?mail\b|\bvia e-?mail\b|\be-?mail is better\b|\be-?mail only\b": "email",
+    r"\b(?:by|via) e-?mail\b|\be-?mail (?:is better|only)\b": "email",
     r"\bpaper letters?\b|\bby post\b|\bletters\b": "letter",
     r"\bnewsletters?\b": "newsletter",
 }

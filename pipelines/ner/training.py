@@ -8,19 +8,23 @@ Flair and torch are imported inside the functions: importing this module is chea
 from __future__ import annotations
 
 import random
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
+from pipelines.ner.features import FEATURE_FIELDS, add_features
 from pipelines.ner.tagger import LABEL_TYPE, NerTagger
 
-# Embedding and network sizes: the Character+OneHot BiLSTM-CRF that STACK.md
-# measured at ~1.2 MB and ~1,100 sentences/s on 2 cores for ~200 sentences.
-CHAR_EMBEDDING_DIM = 25  # flair's CharacterEmbeddings default
-HIDDEN_SIZE_CHAR = 25  # flair's default char-LSTM size
-ONEHOT_DIM = 32  # vocabulary is a few hundred words; 32 dims is plenty, keeps the file small
+# Embedding and network sizes. Words are embedded from the cheap features of
+# pipelines/ner/features.py, not a character LSTM: the Char+OneHot tagger spent
+# ~60 % of its time in flair's per-sentence char LSTM (bench_stage_speed).
+# Vocabularies on data/ner/train.conll: ~300 words seen twice, 20 shapes, ~250 suffixes.
+FEATURE_DIMS = {"lower": 32, "shape": 8, "suffix": 16}
+# A word seen once trains its own vector; rarer words share "<unk>", which
+# would stay untrained with 1 (unseen towns are common at run time).
+FEATURE_MIN_FREQ = {"lower": 2, "shape": 1, "suffix": 1}
 HIDDEN_SIZE = 128  # word BiLSTM; 256 gave no gain on the held-out split, doubled the size
-ONEHOT_MIN_FREQ = 1  # the corpus is small: every training word gets a vector
 LEARNING_RATE = 0.1  # flair's SGD default for sequence taggers
 MINI_BATCH_SIZE = 8  # 52 SGD updates per epoch on 416 sentences: converges in fewer epochs than 16
 
@@ -46,26 +50,14 @@ def seed_everything(seed: int) -> None:
     flair.set_seed(seed)
 
 
-def build_char_dictionary(data_dir: Path) -> Any:
-    """A flair ``Dictionary`` of every character in the training text.
-
-    CharacterEmbeddings would otherwise download flair's "common-chars" file.
-    """
-    from flair.data import Dictionary
-
-    chars = Dictionary(add_unk=True)
-    for line in (data_dir / "train.conll").read_text(encoding="utf-8").splitlines():
-        if line.strip():
-            for char in line.split(" ")[0]:
-                chars.add_item(char)
-    return chars
-
-
 def load_corpus(data_dir: Path) -> Any:
-    """The train/dev/test ``ColumnCorpus`` (one token and one BIO tag per line)."""
+    """The train/dev/test ``ColumnCorpus`` (one token and one BIO tag per line).
+
+    Every token also gets the feature labels of ``pipelines.ner.features``.
+    """
     from flair.datasets import ColumnCorpus
 
-    return ColumnCorpus(
+    corpus = ColumnCorpus(
         data_dir,
         {0: "text", 1: LABEL_TYPE},
         train_file="train.conll",
@@ -73,33 +65,37 @@ def load_corpus(data_dir: Path) -> Any:
         test_file="test.conll",
         column_delimiter=" ",
     )
+    for split in (corpus.train, corpus.dev, corpus.test):
+        if split is not None:
+            # An in-memory ColumnDataset iterates its sentences; torch types it as a bare Dataset.
+            add_features(cast("Iterable[Any]", split))
+    return corpus
 
 
 def train_tagger(data_dir: Path, out_dir: Path, *, seed: int, epochs: int) -> tuple[Any, Path]:
-    """Train a Character+OneHot BiLSTM-CRF tagger; return it and the path it was saved to.
+    """Train a word-feature BiLSTM-CRF tagger; return it and the path it was saved to.
 
     The returned in-memory tagger is the one saved (the model after the last
     epoch, not a "best on dev" checkpoint), so tests can compare it to a reload.
 
-    The stack order [Character, OneHot] matters: the reverse order reloads with
-    re-sorted embedding names and silently predicts garbage (STACK.md).
+    The embeddings are stacked in ``FEATURE_FIELDS`` order, which is their
+    name order: flair re-sorts them by name on reload (STACK.md).
     """
     seed_everything(seed)
-    from flair.embeddings import CharacterEmbeddings, OneHotEmbeddings, StackedEmbeddings
+    from flair.embeddings import OneHotEmbeddings, StackedEmbeddings
     from flair.models import SequenceTagger
     from flair.trainers import ModelTrainer
 
     corpus = load_corpus(data_dir)
     embeddings = StackedEmbeddings(
         [
-            CharacterEmbeddings(
-                path_to_char_dict=build_char_dictionary(data_dir),
-                char_embedding_dim=CHAR_EMBEDDING_DIM,
-                hidden_size_char=HIDDEN_SIZE_CHAR,
-            ),
             OneHotEmbeddings.from_corpus(
-                corpus, field="text", min_freq=ONEHOT_MIN_FREQ, embedding_length=ONEHOT_DIM
-            ),
+                corpus,
+                field=field,
+                min_freq=FEATURE_MIN_FREQ[field],
+                embedding_length=FEATURE_DIMS[field],
+            )
+            for field in FEATURE_FIELDS
         ]
     )
     tagger = SequenceTagger(
@@ -116,7 +112,7 @@ def train_tagger(data_dir: Path, out_dir: Path, *, seed: int, epochs: int) -> tu
         mini_batch_size=MINI_BATCH_SIZE,
         max_epochs=epochs,
         shuffle=True,
-        # "none": nothing cached on the sentences between epochs; the character
+        # "none": nothing cached on the sentences between epochs; the feature
         # embeddings are trained, so a cached vector would be stale.
         embeddings_storage_mode="none",
         save_final_model=True,

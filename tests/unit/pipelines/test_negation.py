@@ -75,6 +75,8 @@ def test_negated_forms(
         ("I'm not sure, but call me on Tuesday.", ("contact_time", "tuesday", AFF)),
         ("Don't call me during working hours, only after 6pm.", ("contact_time", "after 6pm", AFF)),
         ("I can't come on Monday, I'm flying to Paris.", ("travel", "paris", AFF)),
+        # unavailability flips once: "not busy" is available
+        ("I'm not busy on Monday, call me then.", ("contact_time", "monday", AFF)),
     ],
 )
 def test_affirmed_forms_stay_affirmed(
@@ -102,6 +104,18 @@ def test_mixed_clause_keeps_both_polarities(extractor: FactExtractor) -> None:
         ),
         ("I'm going to Porto instead of Lisbon.", {("travel", "lisbon", NEG)}),
         ("Tuesday mornings are no good.", {("appointment_time", "tuesday morning", NEG)}),
+        # exclusions, refusals and unavailability
+        ("Anything but Monday for the delivery.", {("delivery_time", "monday", NEG)}),
+        ("Install any day except Wednesday.", {("installation_time", "wednesday", NEG)}),
+        ("Thursdays are out for the delivery.", {("delivery_time", "thursday", NEG)}),
+        ("Monday is a bad day for the installation.", {("installation_time", "monday", NEG)}),
+        ("I'm away on Monday, so no delivery then.", {("delivery_time", "monday", NEG)}),
+        (
+            "Neither Monday nor Tuesday for the installation.",
+            {("installation_time", "monday", NEG), ("installation_time", "tuesday", NEG)},
+        ),
+        ("I'm not keen on beetroot.", {("likes", "beetroot", NEG)}),
+        ("I avoid dairy.", {("likes", "dairy", NEG)}),
     ],
 )
 def test_fragments_and_general_negation_patterns(
@@ -110,6 +124,8 @@ def test_fragments_and_general_negation_patterns(
     assert expected <= triples(extractor, text)
 
 
-@pytest.mark.parametrize("text", ["No problem, thanks.", "No worries.", "Not sure yet."])
+@pytest.mark.parametrize(
+    "text", ["No problem, thanks.", "No worries.", "Not sure yet.", "Friday is not an option."]
+)
 def test_courtesy_negations_are_no_dislikes(extractor: FactExtractor, text: str) -> None:
-    assert triples(extractor, text) == set()
+    assert {t for t in triples(extractor, text) if t[0] == "likes"} == set()

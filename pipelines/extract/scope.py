@@ -1,0 +1,120 @@
+"""Which sentences and times say something about the user's own arrangements.
+
+A time or a thing mentioned in dialogue is not always a fact about the user:
+an agent describes what the business offers ("Yoga runs every Thursday
+evening", "There's a Saturday class", "Our green tariff starts next month"); a
+user explains why a time is bad ("I work weekends") or recalls something that
+went wrong ("The engineer never came on Friday"). These rules, read off spaCy's
+dependencies, keep such mentions out of the facts. They were written from the
+dev split's errors (benchmarks/devset/conversations.txt) as general forms.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pipelines.extract import vocabulary as vocab
+from pipelines.extract.spans import clause_of, is_time_core
+
+# Verbs whose times are no arrangement with the user: the user's own working
+# hours ("I work night shifts") and plan changes ("I might switch in May"), for
+# which the vocabulary has no time predicate.
+NON_SCHEDULE_VERBS = frozenset({"work", "switch", "upgrade", "downgrade"})
+# Verbs that still set an arrangement when said in the past tense ("I booked it
+# for Monday", "as I said, no calls before 9"); any other past-tense verb with a
+# subject tells of a past event ("the repair person never came on Friday").
+ARRANGING_VERBS = frozenset(
+    {"book", "schedule", "reschedule", "arrange", "change", "move", "set", "confirm", "agree"}
+)
+ARRANGING_VERBS |= frozenset({"say", "tell", "mention", "ask", "mean"})
+SELF = frozenset({"i", "we"})
+# Words that say the speaker cannot be reached at a time ("I'm away on Monday").
+UNAVAILABLE = frozenset({"away", "busy", "unavailable", "occupied"})
+# How far up the dependency tree a time's governing verb is looked for:
+# dialogue sentences are shallow (the same bound as polarity.dependency_negated).
+MAX_DEPTH = 6
+
+
+def governing_verb(span: Any) -> Any | None:
+    """The nearest verb at or above the span's root, or None."""
+    token = span.root
+    for _ in range(MAX_DEPTH):
+        if token.pos_ in {"VERB", "AUX"}:
+            return token
+        if token.head is token:
+            return None
+        token = token.head
+    return None
+
+
+def _subject(verb: Any) -> Any | None:
+    return next((c for c in verb.children if c.dep_ in {"nsubj", "nsubjpass", "expl"}), None)
+
+
+def is_schedule_time(span: Any) -> bool:
+    """False for a time of the user's work, of a plan change, or of a past event."""
+    verb = governing_verb(span)
+    if verb is None:
+        return True
+    lemma = verb.lemma_.lower()
+    subject = _subject(verb)
+    # Only a time after the verb is its time: in "Not on Saturday, I work
+    # weekends" the refused Saturday hangs off "work" too.
+    # "switch the delivery to Tuesday" moves an arrangement: its topic cue says so.
+    moves_arrangement = vocab.time_topic({t.lemma_.lower() for t in clause_of(span)}) is not None
+    if (
+        lemma in NON_SCHEDULE_VERBS
+        and verb.i < span.start
+        and (lemma != "work" or (subject is not None and subject.lower_ in SELF))
+        and not (lemma != "work" and moves_arrangement)
+    ):
+        return False
+    if lemma in ARRANGING_VERBS:
+        return True
+    # "The engineer never came on Friday"; "Yes, bought in January" (a participle
+    # with no auxiliary: "will be delivered on Monday" has one and is to come).
+    auxiliaries = [c for c in verb.children if c.dep_ in {"aux", "auxpass"}]
+    past = verb.tag_ == "VBD" and subject is not None
+    return not (past or (verb.tag_ == "VBN" and not auxiliaries and subject is None))
+
+
+def describes_offering(sent: Any) -> bool:
+    """An agent sentence about the business, not the user: "There's a Thursday group".
+
+    Its main verb has an expletive subject ("there is"), the subject "we" with
+    "have" ("We have a gym in Manchester"), a subject owned by "our" ("Our
+    unlimited plan is 40 euros") or a bare noun subject that is not a time
+    ("Yoga runs every Thursday evening", "Meetings are on Tuesdays").
+    """
+    root = sent.root
+    subject = _subject(root)
+    if subject is None:
+        return False
+    if subject.dep_ == "expl":
+        return True
+    if subject.lower_ == "we" and root.lemma_.lower() == "have":
+        return True
+    # A time or a topic of the user's arrangement ("Installation is booked for
+    # Tuesday") as the subject: the sentence is about the user after all.
+    if subject.pos_ not in {"NOUN", "PROPN"} or is_time_core(subject):
+        return False
+    if any(subject.lemma_.lower() in cues for _, cues in vocab.TIME_TOPICS):
+        return False
+    determiners = [c.lower_ for c in subject.children if c.dep_ in {"det", "poss"}]
+    return determiners in ([], ["our"]) and not any(
+        is_time_core(c) for c in subject.children if c.dep_ == "compound"
+    )
+
+
+def unavailable(span: Any) -> bool:
+    """The speaker says they are away or busy at this time: "I'm away on Monday".
+
+    Such a time is refused, so its polarity flips once (``Candidate.reverse``);
+    "I'm not busy on Monday" flips back to affirmed.
+    """
+    return any(
+        t.lower_ in UNAVAILABLE
+        and t.dep_ in {"acomp", "advmod", "amod"}
+        and any(c.dep_ == "nsubj" and c.lower_ in SELF for c in t.head.children)
+        for t in clause_of(span)
+    )
