@@ -8,6 +8,7 @@ training and prediction (STACK.md).
 from __future__ import annotations
 
 import gc
+import logging
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -46,7 +47,15 @@ class NerTagger:
         """Load the saved tagger from ``path`` (CPU, eval mode)."""
         from flair.models import SequenceTagger
 
-        model = SequenceTagger.load(str(path))
+        # Flair logs every embedding vocabulary at INFO while loading: kilobytes
+        # of tokens in each job's log. Only warnings are worth keeping.
+        flair_log = logging.getLogger("flair")
+        level = flair_log.level
+        flair_log.setLevel(logging.WARNING)
+        try:
+            model = SequenceTagger.load(str(path))
+        finally:
+            flair_log.setLevel(level)
         model.eval()
         return cls(model)
 
