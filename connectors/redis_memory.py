@@ -15,12 +15,23 @@ Keys (``{ns}:`` only when a namespace is given, e.g. a replay's shadow namespace
     {ns}:ms:{tenant}:{user}:pending:resolved  hash: fact_id -> confirmed | rejected
     {ns}:ms:spool                             stream: operations waiting for a store
     {ns}:ms:spool:{name}                      the same, for a named spool (one per store)
+    {ns}:ms-audit:{tenant}:erasures           stream: one entry per store that applied an
+                                              erase (ids and counts, never content)
 
 Idempotency: a turn replaces any entry with its turn_index before the list is
 trimmed; a status expires at ``op.at + ttl`` (absolute, so a replay sets the same
 expiry); a pending item already resolved is not queued again (checked atomically
 in a Lua script). Tenant and user ids are ``[A-Za-z0-9_.@-]`` (schemas._base), so
 they hold no ``:`` and no glob character.
+
+Erasure audit (:class:`ErasureAudit`): forgetting a user deletes every key under
+``{ns}:ms:{tenant}:{user}:``, so the audit lives outside that space — under
+``ms-audit``, which no user pattern can match — in one stream per tenant, so an
+operator (or a tenant-scoped API call) lists one tenant's erasures with one
+XRANGE and never reads another tenant's. A stream is append-only with
+server-ordered ids; it is never trimmed (an entry is ~300 bytes). An entry
+holds the erase event's id and lineage, the tenant and user ids, the store, how
+many items it removed and when: no memory content.
 """
 
 from __future__ import annotations
@@ -32,6 +43,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, cast
 
 import redis
+from pydantic import AwareDatetime, Field
 
 from connectors.protocols import (
     DEFAULT_CHUNK_SIZE,
@@ -39,7 +51,8 @@ from connectors.protocols import (
     BatchingSink,
     SearchHit,
 )
-from schemas._base import Scalar
+from schemas._base import Frozen, Scalar
+from schemas.lineage import SourceLineage
 from schemas.memory import MemoryRecord, Tier
 from schemas.ops import MemoryOperation, OpType, WorkingTurn
 
@@ -62,6 +75,17 @@ if redis.call('HEXISTS', KEYS[3], ARGV[1]) == 1 then return 0 end
 redis.call('ZADD', KEYS[1], ARGV[2], ARGV[1])
 redis.call('HSET', KEYS[2], ARGV[1], ARGV[3])
 return 1
+"""
+
+# KEYS: the tenant's erasure audit stream, then every key of the user (found by a
+# SCAN, which a script must not run). ARGV: the audit entry without its count.
+# Deletes and audits in one atomic step, counting only keys that still existed
+# (a status key may expire between the SCAN and this script).
+_ERASE = """
+local removed = 0
+for i = 2, #KEYS do removed = removed + redis.call('DEL', KEYS[i]) end
+redis.call('XADD', KEYS[1], '*', 'entry', ARGV[1], 'removed', removed)
+return removed
 """
 
 
@@ -87,6 +111,10 @@ class RedisKeys:
     def user(self, tenant_id: str, user_id: str, *parts: str) -> str:
         """``{root}:{tenant}:{user}[:part…]``."""
         return ":".join((self.root, tenant_id, user_id, *parts))
+
+    def erasures(self, tenant_id: str) -> str:
+        """The tenant's erasure audit stream (outside every user's key space)."""
+        return f"{self.root}-audit:{tenant_id}:erasures"
 
     def spool(self, name: str | None = None) -> str:
         """The stream of spooled operations (of the spool called ``name``, if given)."""
@@ -120,7 +148,9 @@ class RedisMemory(BatchingSink):
         self.turns_kept = turns_kept
         self.pending_ttl = pending_ttl
         self.clock = clock
+        self.audit = ErasureAudit(client, namespace=namespace, clock=clock)
         self._add_pending = client.register_script(_ADD_PENDING)
+        self._erase = client.register_script(_ERASE)
 
     @classmethod
     def from_url(cls, url: str, **kwargs: Any) -> RedisMemory:
@@ -143,7 +173,7 @@ class RedisMemory(BatchingSink):
                 # Erasing needs a SCAN (a read), which a MULTI block cannot hold:
                 # run what came before, then erase, then go on.
                 pipe.execute()
-                self._erase_user(op.tenant_id, op.user_id)
+                self._erase_user(op)
             else:
                 self._queue(pipe, op)
         pipe.execute()
@@ -185,16 +215,16 @@ class RedisMemory(BatchingSink):
             pipe.hset(f"{pending}:resolved", op.target_fact_id, op.resolution)
         # UPSERT_FACT / CLOSE_FACT: facts live in Chroma and Neo4j, not working memory.
 
-    def _erase_user(self, tenant_id: str, user_id: str) -> None:
-        pattern = self.keys.user(tenant_id, user_id, "*")
-        batch: list[str] = []
-        for found in self.client.scan_iter(match=pattern, count=500):
-            batch.append(found)
-            if len(batch) >= 500:
-                self.client.delete(*batch)
-                batch = []
-        if batch:
-            self.client.delete(*batch)
+    def _erase_user(self, op: MemoryOperation) -> None:
+        """Delete every key of the user and append the audit entry, atomically."""
+        pattern = self.keys.user(op.tenant_id, op.user_id, "*")
+        found = list(self.client.scan_iter(match=pattern, count=500))
+        described = self.audit.describe(op, self.store_name)
+        self._erase([self.keys.erasures(op.tenant_id), *found], [described])
+
+    def erasures(self, tenant_id: str) -> list[ErasureRecord]:
+        """The tenant's audited erasures, oldest first (``ErasureAudit.erasures``)."""
+        return self.audit.erasures(tenant_id)
 
     def recent_turns(self, tenant_id: str, user_id: str, session_id: str) -> list[WorkingTurn]:
         """The last turns of a session, oldest first."""
@@ -237,6 +267,116 @@ class RedisMemory(BatchingSink):
         """``confirmed`` / ``rejected`` once a pending fact was resolved, else None."""
         pending = self.keys.user(tenant_id, user_id, "pending")
         return cast(str | None, self.client.hget(f"{pending}:resolved", fact_id))
+
+
+class ErasureEntry(Frozen):
+    """One store's application of one erase: ids, lineage, a count and times — no content."""
+
+    event_id: str
+    tenant_id: str
+    user_id: str
+    store: str
+    removed: int = Field(ge=0)
+    lineage: SourceLineage
+    requested_at: AwareDatetime = Field(description="Event time of the forget request.")
+    applied_at: AwareDatetime = Field(description="When the store applied the erase.")
+
+
+class ErasureRecord(Frozen):
+    """One erase event as an operator sees it: every store's count, summed over replays.
+
+    An erase applied twice (the sink re-delivers a batch after a crash) leaves
+    two entries, the second removing nothing, so the sums are what was removed.
+    A store missing from ``removed`` has not applied the erase yet (spooled).
+    """
+
+    event_id: str
+    tenant_id: str
+    user_id: str
+    lineage: SourceLineage
+    requested_at: AwareDatetime
+    applied_at: AwareDatetime = Field(description="The first application by any store.")
+    removed: dict[str, int]
+
+
+class ErasureAudit:
+    """The per-tenant erasure audit stream: appended by the writers, listed by operators."""
+
+    def __init__(
+        self,
+        client: redis.Redis,
+        *,
+        namespace: str | None = None,
+        clock: Callable[[], datetime] = _utcnow,
+    ) -> None:
+        """The audit of ``namespace`` (the writers' namespace) on ``client``."""
+        self.client = client
+        self.keys = RedisKeys(namespace)
+        self.clock = clock
+
+    def describe(self, op: MemoryOperation, store: str) -> str:
+        """``store``'s entry for applying the ERASE_USER ``op`` now, as JSON, without the count.
+
+        The count travels as a separate stream field: the Redis writer's erase
+        script learns it only as it deletes.
+        """
+        if op.op_type is not OpType.ERASE_USER:
+            raise ValueError(f"{op.op_id} is {op.op_type.value}, not an erase")
+        entry = ErasureEntry(
+            event_id=op.lineage.event_id,
+            tenant_id=op.tenant_id,
+            user_id=op.user_id,
+            store=store,
+            removed=0,
+            lineage=op.lineage,
+            requested_at=op.at,
+            applied_at=self.clock(),
+        )
+        return entry.model_dump_json(exclude={"removed"})
+
+    def record(self, op: MemoryOperation, store: str, removed: int) -> None:
+        """Append ``store``'s entry for ``op`` (for stores outside Redis, after their erase)."""
+        self.client.xadd(
+            self.keys.erasures(op.tenant_id),
+            {"entry": self.describe(op, store), "removed": removed},
+        )
+
+    def entries(self, tenant_id: str) -> list[ErasureEntry]:
+        """Every entry of the tenant, in append order."""
+        raw = cast(
+            list[tuple[str, dict[str, str]]],
+            self.client.xrange(self.keys.erasures(tenant_id), "-", "+"),
+        )
+        return [
+            ErasureEntry.model_validate(
+                json.loads(fields["entry"]) | {"removed": fields["removed"]}
+            )
+            for _, fields in raw
+        ]
+
+    def erasures(self, tenant_id: str) -> list[ErasureRecord]:
+        """The tenant's erase events, oldest first, each with its per-store counts."""
+        grouped: dict[str, list[ErasureEntry]] = {}
+        for entry in self.entries(tenant_id):
+            grouped.setdefault(entry.event_id, []).append(entry)
+        records = []
+        for entries in grouped.values():
+            first = entries[0]
+            removed: dict[str, int] = {}
+            for entry in entries:
+                removed[entry.store] = removed.get(entry.store, 0) + entry.removed
+            records.append(
+                ErasureRecord(
+                    event_id=first.event_id,
+                    tenant_id=first.tenant_id,
+                    user_id=first.user_id,
+                    lineage=first.lineage,
+                    requested_at=first.requested_at,
+                    applied_at=first.applied_at,
+                    removed=removed,
+                )
+            )
+        return records
 
 
 class RedisSpool:

@@ -15,6 +15,9 @@ Recall reads three tiers and hands plain candidates to ``pipelines.recall``:
   score on one scale;
 - working (Redis): the items pending confirmation, flagged ``pending``.
 
+Forgets are audited: ``erasures(tenant)`` lists what each store removed per
+erase event, without content.
+
 History versions come from the one chain asked for, in Chroma (live and
 archive) and Neo4j; a snapshot reads only the versions current now. Neo4j's
 reader has no "all versions of a user" query, so ``include_history`` recall
@@ -38,7 +41,7 @@ from connectors.chroma_memory import ChromaMemory
 from connectors.kafka_io import KeyedProducer
 from connectors.neo4j_memory import Neo4jMemory
 from connectors.protocols import SearchHit
-from connectors.redis_memory import RedisMemory
+from connectors.redis_memory import ErasureRecord, RedisMemory
 from memstream.settings import Settings
 from pipelines.actions import action_facts
 from pipelines.context import render_context
@@ -299,6 +302,15 @@ class MemoryService:
             versions[hit.fact_id] = hit
         ordered = sorted(versions.values(), key=lambda h: (h.valid_from, h.version, h.fact_id))
         return [to_hit(h) for h in ordered]
+
+    def erasures(self, tenant_id: str) -> list[ErasureRecord]:
+        """The tenant's audited forgets, oldest first: ids, lineage, times, per-store counts.
+
+        Written by the stores as they apply each erase (connectors/redis_memory.py
+        ``ErasureAudit``); an audit record never holds memory content.
+        """
+        _check_ids(tenant_id)
+        return self.stores.redis.erasures(tenant_id)
 
     # -- actions (events, never direct writes) --------------------------------
     def confirm(self, tenant_id: str, user_id: str, pending_id: str) -> ActionReceipt:

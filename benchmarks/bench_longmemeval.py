@@ -1,0 +1,312 @@
+"""Retrieval quality on LongMemEval (oracle split): memstream recall beside BM25 and MiniLM.
+
+For each sampled question, in one run against the real services:
+
+1. its haystack sessions become the dialogue events of ONE user (user id =
+   question id), in time order, each carrying ``turn_id = {session}:{turn index}``;
+2. they run through the real ingest pipeline (``jobs.stages.load_pipeline`` /
+   ``run_batch``: parse, extract, encode, review, route) and the operations go
+   through the real Redis, Chroma and Neo4j writers, in a private namespace;
+3. ``MemoryService.recall(tenant, user, question, k=10)`` at the question's date
+   ranks the memories; each result names its source turn through its lineage;
+4. the baselines rank the same raw turns: Okapi BM25 (rank-bm25 defaults, lower-cased
+   word tokens) and MiniLM cosine (the all-MiniLM-L6-v2 the pipeline embeds with,
+   which reads a turn's first 256 tokens);
+5. the user is erased through the writers (ERASE_USER), so nothing is left.
+
+Evidence = the turns flagged ``has_answer``. Metrics (benchmarks/longmemeval_scoring.py):
+``any@k`` is 1 when at least one evidence turn is among the top k results, the
+table's mean is the share of questions; ``recovered@k`` is the fraction of a
+question's evidence turns among the top k results, averaged over questions.
+memstream's k results are memories (several may come from one turn, and it may
+return fewer than k); the baselines' are turns. ``chance`` is the exact
+expectation for turns in random order: an oracle haystack holds only the
+evidence sessions (about 22 turns), so even chance finds evidence often. The
+summary also counts the evidence turns the pipeline made any memory from: what
+the extraction kept bounds what recall can return.
+
+Knowledge-update ordering (``latest-first@10``), on the knowledge-update
+questions whose evidence spans sessions of different dates: the share of them
+where a turn of the most recently dated evidence session is in the top 10 and
+ranks above every evidence turn of an earlier session (an earlier one outside
+the top 10 counts as below). ``both-in@10`` is the share where the top 10 holds
+latest and outdated evidence at once. For memstream, a superseded version is
+closed by the review and not current at the question's date, so it is not
+recalled at all: ordering is decided by the version chain, not by rank.
+
+Questions without evidence and abstention questions (``_abs``) are not scored.
+The data is read from ``--data`` (never copied into this repository).
+
+Run (services from ``memstream infra up``)::
+
+    HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 FLAIR_CACHE_ROOT=~/.cache/memstream/flair \
+    PYSTOW_HOME=~/.cache/memstream/pystow \
+    python benchmarks/bench_longmemeval.py --per-type 20 --seed 7
+
+Wall time is dominated by the NLP stages over the haystack turns (about 22 per
+question, 1,200 characters on average): a few seconds per question on an idle
+2-core machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import math
+import tempfile
+import time
+import uuid
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+
+import numpy as np
+from longmemeval_data import DEFAULT_DATA, Question, events, load_questions, records, sample
+from longmemeval_scoring import Tally, bm25_ranking, cosine_ranking
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from connectors.chroma_memory import ChromaMemory
+from connectors.neo4j_memory import Neo4jMemory
+from connectors.redis_memory import RedisMemory
+from jobs.memory_service import KafkaActionPublisher, MemoryService, MemoryStores
+from jobs.stages import load_pipeline, run_batch
+from memstream.settings import get_settings
+from pipelines.encode import Encoder
+from pipelines.ingest import IngestPipeline
+from schemas.lineage import SourceLineage
+from schemas.memory import Tier
+from schemas.ops import MemoryOperation, OpType
+from schemas.topics import USER_ACTIONS
+
+TENANT = "lme"
+K = 10  # LongMemEval's retrieval evaluation reports recall@5 and @10
+KS = (5, K)
+SYSTEMS = ("memstream", "bm25", "minilm")
+# Memories are made from these operations; their lineage names the source turn.
+MEMORY_OPS = (OpType.UPSERT_FACT, OpType.ADD_PENDING)
+
+
+class Clock:
+    """The service's and writers' "now": each question's own date."""
+
+    def __init__(self) -> None:
+        self.now = datetime.now(UTC)  # replaced by each question's date before use
+
+    def __call__(self) -> datetime:
+        return self.now
+
+
+@dataclass
+class Stats:
+    """What the run did, for the summary under the tables."""
+
+    questions: int = 0
+    turns: int = 0
+    ops: Counter[str] = field(default_factory=Counter)
+    dead_letters: int = 0
+    results: list[int] = field(default_factory=list)
+    evidence_turns: int = 0
+    evidence_memorised: int = 0  # evidence turns the pipeline made at least one memory from
+    seconds: dict[str, float] = field(default_factory=dict)
+
+
+class Bench:
+    """The stores, the pipeline and the service of one run (private namespace)."""
+
+    def __init__(self, pipeline: IngestPipeline, encoder: Encoder, chroma_dir: str) -> None:
+        settings = get_settings()
+        self.pipeline, self.encoder, self.clock = pipeline, encoder, Clock()
+        self.namespace = f"bench-lme-{uuid.uuid4().hex[:8]}"
+        password = settings.neo4j.password.get_secret_value()
+        auth = (settings.neo4j.user, password) if password else None
+        ns, clock = self.namespace, self.clock
+        # No latency budget: a slow write on the busy machine must not raise backpressure.
+        budget = math.inf
+        self.redis = RedisMemory.from_url(
+            settings.redis.url, namespace=ns, clock=clock, latency_budget_s=budget
+        )
+        self.chroma = ChromaMemory.open(
+            chroma_dir, namespace=ns, clock=clock, latency_budget_s=budget
+        )
+        self.neo4j = Neo4jMemory.connect(
+            settings.neo4j.uri, auth, namespace=ns, clock=clock, latency_budget_s=budget
+        )
+        self.neo4j.setup()
+        stores = MemoryStores(
+            redis=self.redis,
+            chroma=self.chroma,
+            neo4j=self.neo4j,
+            embedder=encoder,
+            publisher=KafkaActionPublisher(settings.kafka.bootstrap),  # recall publishes nothing
+        )
+        self.service = MemoryService(stores=stores, clock=self.clock)
+        self.stats = Stats()
+
+    def apply(self, ops: Sequence[MemoryOperation]) -> None:
+        """Through the three real writers, as the sink job applies a batch."""
+        for sink in (self.redis, self.chroma, self.neo4j):
+            sink.write(ops)
+            sink.flush()
+
+    def run(self, question: Question, tally: Tally) -> None:
+        """Ingest, recall, score against the baselines, erase: one question."""
+        self.clock.now = question.asked_at
+        started = time.perf_counter()
+        dialogue = events(question, TENANT)
+        batch = run_batch(self.pipeline, records(dialogue), lambda _key: None)
+        ops = [op for result in batch.results for op in result.ops]
+        self.stats.dead_letters += sum(r.dead_letter is not None for r in batch.results)
+        self.stats.ops.update(op.op_type.value for op in ops)
+        ingested = time.perf_counter()
+        self.apply(ops)
+        written = time.perf_counter()
+        hits = self.service.recall(TENANT, question.question_id, question.question, k=K)
+        recalled = time.perf_counter()
+        turn_ids = [t.turn_id for t in question.turns]
+        texts = [t.text for t in question.turns]
+        vectors = np.asarray(self.encoder.embed_texts([question.question, *texts]), np.float32)
+        rankings: dict[str, list[str | None]] = {
+            "memstream": [h.lineage.turn_id if h.lineage else None for h in hits],
+            "bm25": [turn_ids[i] for i in bm25_ranking(question.question, texts)],
+            "minilm": [turn_ids[i] for i in cosine_ranking(vectors[0], vectors[1:])],
+        }
+        baselines = time.perf_counter()
+        evidence = {t.turn_id for t in question.evidence}
+        latest, outdated = question.evidence_by_recency()
+        tally.add_chance(question.question_type, len(question.turns), len(evidence))
+        for system, ranked in rankings.items():
+            tally.add_recall(system, question.question_type, ranked, evidence)
+            if question.question_type == "knowledge-update" and latest and outdated:
+                tally.add_update_order(system, ranked, latest, outdated, K)
+        self.apply([erase_op(question)])
+        erased = time.perf_counter()
+        self.stats.questions += 1
+        self.stats.turns += len(question.turns)
+        self.stats.results.append(len(hits))
+        memorised = {
+            op.record.lineage.turn_id for op in ops if op.op_type in MEMORY_OPS and op.record
+        }
+        self.stats.evidence_turns += len(evidence)
+        self.stats.evidence_memorised += len(evidence & memorised)
+        for phase, took in (
+            ("ingest (parse..route)", ingested - started),
+            ("store writes", written - ingested),
+            ("memstream recall", recalled - written),
+            ("baselines (bm25 + minilm)", baselines - recalled),
+            ("erase", erased - baselines),
+        ):
+            self.stats.seconds[phase] = self.stats.seconds.get(phase, 0.0) + took
+
+    def close(self) -> None:
+        """Drop what the run left in Redis (the namespace's keys) and close Neo4j."""
+        leftovers = list(self.redis.client.scan_iter(match=f"{self.namespace}:*", count=500))
+        if leftovers:
+            self.redis.client.delete(*leftovers)
+        self.neo4j.close()
+
+
+def erase_op(question: Question) -> MemoryOperation:
+    """The operation a forget_user action routes to: erase the user from every tier."""
+    event_id = f"lme-forget-{question.question_id}"
+    return MemoryOperation(
+        op_id=event_id,
+        op_type=OpType.ERASE_USER,
+        tenant_id=TENANT,
+        user_id=question.question_id,
+        tiers=list(Tier),
+        lineage=SourceLineage(topic=USER_ACTIONS, partition=0, offset=0, event_id=event_id),
+        at=question.asked_at,
+    )
+
+
+def print_tables(tally: Tally, stats: Stats, wall_s: float) -> None:
+    """The recall tables, the knowledge-update ordering table and the run summary."""
+    types = tally.types()
+    systems = (*SYSTEMS, "chance")
+    for metric, title in (
+        ("any", "any-hit@k: share of questions with >= 1 evidence turn in the top k"),
+        ("recovered", "recovered@k: mean fraction of a question's evidence turns in the top k"),
+    ):
+        print(f"\n{title}\n")
+        header = "".join(f"{f'{s}@{k}':>14}" for s in systems for k in KS)
+        print(f"{'question type':<26}{'n':>4}{header}")
+        for question_type in [*types, None]:
+            n = tally.count("bm25", f"{metric}@{K}", question_type)
+            cells = "".join(
+                f"{tally.mean(s, f'{metric}@{k}', question_type):>14.3f}"
+                for s in systems
+                for k in KS
+            )
+            print(f"{question_type or 'overall':<26}{n:>4}{cells}")
+    n = tally.count("bm25", f"latest-first@{K}")
+    print(f"\nknowledge-update ordering over {n} questions with evidence in sessions of 2+ dates\n")
+    print(f"{'system':<12}{f'latest-first@{K}':>18}{f'both-in@{K}':>14}")
+    for system in SYSTEMS:
+        first = tally.mean(system, f"latest-first@{K}")
+        both = tally.mean(system, f"both-in@{K}")
+        print(f"{system:<12}{first:>18.3f}{both:>14.3f}")
+    print(
+        f"\n{stats.questions} questions, {stats.turns} turns, {stats.dead_letters} dead letters;"
+        f" ops: {dict(sorted(stats.ops.items()))}"
+    )
+    results = stats.results
+    print(
+        f"memstream results per question: mean {sum(results) / max(len(results), 1):.1f},"
+        f" {sum(r < K for r in results)} question(s) with fewer than {K}"
+    )
+    print(
+        f"evidence turns the pipeline made a memory (fact or pending item) from:"
+        f" {stats.evidence_memorised} of {stats.evidence_turns}"
+        f" (memstream's ceiling for recovered@k)"
+    )
+    for phase, took in stats.seconds.items():
+        print(f"  {phase:<28}{took:>8.1f} s")
+    print(f"wall time {wall_s:.0f} s")
+
+
+def main() -> None:
+    """Parse the arguments, run every sampled question, print the tables."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="longmemeval_oracle.json")
+    parser.add_argument("--per-type", type=int, default=None, help="questions per type")
+    parser.add_argument(
+        "--limit", type=int, default=None, help="questions in all (after --per-type)"
+    )
+    parser.add_argument("--seed", type=int, default=7, help="sampling seed")
+    args = parser.parse_args()
+    started = time.perf_counter()
+    questions = sample(
+        load_questions(args.data), per_type=args.per_type, limit=args.limit, seed=args.seed
+    )
+    by_type = Counter(q.question_type for q in questions)
+    print(f"{len(questions)} questions: {dict(sorted(by_type.items()))}")
+    # Flair configures its logger at import (INFO, to stdout) and then logs its
+    # whole character vocabulary when the NER model loads: quiet it after import.
+    import flair  # noqa: F401
+
+    logging.getLogger("flair").setLevel(logging.WARNING)
+    pipeline = load_pipeline(get_settings())
+    tally = Tally(ks=KS)
+    with tempfile.TemporaryDirectory(prefix="bench-lme-") as chroma_dir:
+        bench = Bench(pipeline, Encoder.load(), chroma_dir)
+        try:
+            with Progress(
+                TextColumn("{task.description:<28}"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TimeElapsedColumn(),
+            ) as progress:
+                task = progress.add_task("questions", total=len(questions))
+                for question in questions:
+                    progress.update(task, description=question.question_type)
+                    bench.run(question, tally)
+                    progress.advance(task)
+        finally:
+            bench.close()
+    print_tables(tally, bench.stats, time.perf_counter() - started)
+
+
+if __name__ == "__main__":
+    main()
