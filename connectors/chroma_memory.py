@@ -48,6 +48,7 @@ from connectors.protocols import (
     BatchingSink,
     SearchHit,
 )
+from connectors.redis_memory import ErasureAudit
 from schemas.memory import MemoryRecord, Tier
 from schemas.ops import MemoryOperation, OpType
 
@@ -204,10 +205,12 @@ class ChromaMemory(BatchingSink):
         clock: Callable[[], datetime] = _utcnow,
         chunk_size: int = DEFAULT_CHUNK_SIZE,
         latency_budget_s: float = DEFAULT_LATENCY_BUDGET_S,
+        erasure_audit: ErasureAudit | None = None,
     ) -> None:
         super().__init__(chunk_size=chunk_size, latency_budget_s=latency_budget_s)
         self.client = client
         self.namespace = namespace
+        self.erasure_audit = erasure_audit
         self.embedding_function = embedding_function or MiniLMEmbeddingFunction()
         self.clock = clock
         self._collections: dict[tuple[str, bool], chromadb.Collection] = {}
@@ -270,7 +273,9 @@ class ChromaMemory(BatchingSink):
             if op.op_type is OpType.ERASE_USER:
                 self._write_facts(facts)
                 facts = {}
-                self._erase_user(op.tenant_id, op.user_id)
+                removed = self._erase_user(op.tenant_id, op.user_id)
+                if self.erasure_audit is not None:
+                    self.erasure_audit.record(op, self.store_name, removed)
             elif op.op_type in (OpType.UPSERT_FACT, OpType.CLOSE_FACT) and op.record:
                 key = (op.tenant_id, op.record.fact_id)
                 facts[key] = _merge(facts.get(key), op.record)
@@ -292,11 +297,17 @@ class ChromaMemory(BatchingSink):
             _upsert(archive, [r for r in records if r.fact_id in in_archive], in_archive, now)
             _upsert(live, [r for r in records if r.fact_id not in in_archive], in_live, now)
 
-    def _erase_user(self, tenant_id: str, user_id: str) -> None:
+    def _erase_user(self, tenant_id: str, user_id: str) -> int:
+        """Delete the user's items, live and archived; how many there were."""
+        removed = 0
         for archive in (False, True):
             found = self._existing(tenant_id, archive=archive)
             if found is not None:
-                found.delete(where={"user": user_id})
+                ids = found.get(where={"user": user_id}, include=[])["ids"]
+                if ids:
+                    found.delete(ids=ids)
+                removed += len(ids)
+        return removed
 
     def query(
         self,

@@ -33,6 +33,7 @@ from connectors.protocols import (
     BatchingSink,
     SearchHit,
 )
+from connectors.redis_memory import ErasureAudit
 from schemas.memory import MemoryKind, MemoryRecord, Tier
 from schemas.ops import MemoryOperation, OpType
 
@@ -149,9 +150,11 @@ class Neo4jMemory(BatchingSink):
         clock: Callable[[], datetime] = _utcnow,
         chunk_size: int = DEFAULT_CHUNK_SIZE,
         latency_budget_s: float = DEFAULT_LATENCY_BUDGET_S,
+        erasure_audit: ErasureAudit | None = None,
     ) -> None:
         super().__init__(chunk_size=chunk_size, latency_budget_s=latency_budget_s)
         self.driver = driver
+        self.erasure_audit = erasure_audit
         self.database = database
         self.namespace = namespace or ""  # stored on every node: "" is live memory
         self.clock = clock
@@ -183,21 +186,35 @@ class Neo4jMemory(BatchingSink):
 
     def _apply(self, ops: Sequence[MemoryOperation]) -> None:
         with self.driver.session(database=self.database) as session:
-            session.execute_write(self._apply_in, ops)
+            erased = session.execute_write(self._apply_in, ops)
+        # Audited once the transaction committed: execute_write may run
+        # _apply_in again after a transient error, and a rolled-back erase
+        # removed nothing.
+        if self.erasure_audit is not None:
+            for op, removed in erased:
+                self.erasure_audit.record(op, self.store_name, removed)
 
-    def _apply_in(self, tx: neo4j.ManagedTransaction, ops: Sequence[MemoryOperation]) -> None:
-        """One transaction: consecutive fact writes go as one UNWIND; an erase splits them."""
+    def _apply_in(
+        self, tx: neo4j.ManagedTransaction, ops: Sequence[MemoryOperation]
+    ) -> list[tuple[MemoryOperation, int]]:
+        """One transaction: consecutive fact writes go as one UNWIND; an erase splits them.
+
+        Returns each erase with the nodes it deleted (user, fact versions, orphaned entities).
+        """
         rows: list[dict[str, Any]] = []
+        erased: list[tuple[MemoryOperation, int]] = []
         for op in ops:
             if op.op_type is OpType.ERASE_USER:
                 self._write_rows(tx, rows)
                 rows = []
                 params = {"ns": self.namespace, "tenant_id": op.tenant_id, "user_id": op.user_id}
-                tx.run(cypher.ERASE_USER, params).consume()
+                summary = tx.run(cypher.ERASE_USER, params).consume()
+                erased.append((op, summary.counters.nodes_deleted))
             elif op.op_type in (OpType.UPSERT_FACT, OpType.CLOSE_FACT) and op.record:
                 rows.append(_row(op.record))
             # Pending items, turns and statuses live in Redis only.
         self._write_rows(tx, rows)
+        return erased
 
     def _write_rows(self, tx: neo4j.ManagedTransaction, rows: list[dict[str, Any]]) -> None:
         if rows:

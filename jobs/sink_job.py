@@ -39,7 +39,7 @@ from connectors.chroma_memory import ChromaMemory
 from connectors.kafka_io import KeyedProducer, consumer
 from connectors.neo4j_memory import Neo4jMemory
 from connectors.protocols import DEFAULT_CHUNK_SIZE
-from connectors.redis_memory import RedisMemory
+from connectors.redis_memory import ErasureAudit, RedisMemory
 from jobs import sink_metrics as metrics
 from jobs.sink_lane import Clock, StoreLane, StoreUnavailable
 from memstream.settings import Settings
@@ -116,17 +116,26 @@ def open_lanes(config: SinkConfig, clock: Clock = time.monotonic) -> list[StoreL
     client = redis.Redis.from_url(config.redis_url, decode_responses=True)
     budget = config.backpressure.latency_budget_s
     ns = config.store_namespace
+    # Every store appends its erase counts to the tenant's audit stream in Redis.
+    audit = ErasureAudit(client, namespace=ns)
     chroma = (
         ChromaMemory(
             chromadb.HttpClient(host=config.chroma_server[0], port=config.chroma_server[1]),
             namespace=ns,
             latency_budget_s=budget,
+            erasure_audit=audit,
         )
         if config.chroma_server
-        else ChromaMemory.open(config.chroma_path, namespace=ns, latency_budget_s=budget)
+        else ChromaMemory.open(
+            config.chroma_path, namespace=ns, latency_budget_s=budget, erasure_audit=audit
+        )
     )
     neo4j = Neo4jMemory.connect(
-        config.neo4j_uri, config.neo4j_auth, namespace=ns, latency_budget_s=budget
+        config.neo4j_uri,
+        config.neo4j_auth,
+        namespace=ns,
+        latency_budget_s=budget,
+        erasure_audit=audit,
     )
     # No budget for working memory: it has no spool to fall back to, so a slow
     # Redis is waited for rather than reported as backpressure.

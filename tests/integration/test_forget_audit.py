@@ -163,11 +163,6 @@ def test_a_replayed_erase_keeps_one_record_with_the_same_counts(
     assert service.erasures(f"other-{unique}") == []  # another tenant sees none of it
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the Chroma and Neo4j writers take no erasure audit yet (connectors/chroma_memory.py "
-    "and connectors/neo4j_memory.py: change requested in report H1)",
-)
 def test_the_audit_counts_what_chroma_and_neo4j_removed(
     service: MemoryService,
     stores: MemoryStores,
