@@ -1,24 +1,35 @@
-"""Ingest throughput and latency: the Faust worker beside a pass-through job, in one run.
+"""Ingest throughput and latency: both engines beside a pass-through job, in one run.
 
-    python benchmarks/bench_ingest.py [--repeat 3] [--latency-events 300] [--rate-share 0.5]
+    python benchmarks/bench_ingest.py [--engines faust,flink] [--repeat 3]
+        [--latency-events 300] [--rate-share 0.5] [--flink-checkpoint-interval 30]
 
-Needs the local services (`memstream infra up`). Both jobs run as subprocesses
-on private topics (removed afterwards) over the same events: the sample stream
-repeated ``--repeat`` times with fresh users and event ids.
+Needs the local services (`memstream infra up`). Every job runs as a
+subprocess on private topics (removed afterwards) over the same events: the
+sample stream repeated ``--repeat`` times with fresh users and event ids.
 
 - pass-through: a Faust app with the worker's batching (take_events, then
   send and await every record) that copies each input record to one output
   topic: the ceiling of the engine and broker on this machine, no stages.
-- ingest: ``memstream worker`` (jobs/ingest_faust.py), all stages.
+- ingest (faust): ``memstream worker`` (jobs/ingest_faust.py), all stages.
+- ingest (flink): ``memstream flink`` (jobs/ingest_flink.py, local
+  mini-cluster), all stages. Its outputs are written in one Kafka transaction
+  per checkpoint, so a read_committed reader sees them only when the
+  checkpoint completes: its latency is bounded below by the checkpoint
+  interval (the row says which), not by the stages.
 
 Each job first consumes the whole backlog (sustained events/s = events /
-(last output - first output) by broker timestamps, so model loading does not
-count), then a paced stream at ``--rate-share`` of the ingest worker's
-sustained rate (the same offered rate for both jobs), whose latency per event
-is the broker's append time of its first output (op or dead letter) minus the
-producer's create time of the event: event → visible in Kafka. The sink job's
-store writes come after this (benchmarks of issue 5's sink). Peak memory is
-the job process's VmHWM.
+(last output - first output) by the broker's append times, so model loading
+does not count; for the Flink job, whose outputs reach Kafka in bursts at
+checkpoints, the rate of its ``memstream_ingest_events_in_total`` counter
+while it works through the backlog), then a paced stream at ``--rate-share`` of the job's
+sustained rate (the pass-through gets the Faust worker's offered rate, so the
+two are compared at the same load; the Flink job's rate is capped so that its
+paced phase spans at least three checkpoints). Latency per paced event is the moment a
+read_committed consumer, polling the output topics all along, first receives
+one of its outputs (op or dead letter) minus the producer's create time of the
+event: event → visible to the sink. The sink job's store writes come after
+this (benchmarks/bench_sink.py). Peak memory is the sum of VmHWM over the job's
+process tree (Flink's mini-cluster is a child JVM).
 """
 
 from __future__ import annotations
@@ -27,6 +38,7 @@ import argparse
 import asyncio
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -37,10 +49,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from confluent_kafka import OFFSET_BEGINNING, KafkaError, TopicPartition
+from ingest_readers import Stamped, Watcher, free_port, processing_rate, read_stamped
 
 from connectors import kafka_admin
-from connectors.kafka_io import KeyedProducer, consumer, end_offsets
+from connectors.kafka_io import KeyedProducer, end_offsets
 from connectors.kafka_offsets import OffsetReader
 from memstream.settings import get_settings
 from schemas.deadletter import DeadLetter
@@ -52,12 +64,23 @@ SAMPLE_DIR = ROOT / "data" / "sample"
 PASSTHROUGH_TOPIC = "bench.passthrough"
 INGEST_GROUP = "memstream-ingest"  # the worker's default group id
 PASSTHROUGH_GROUP = "bench-passthrough"
-# Same batching as the worker's defaults (jobs/cli_worker.py), so the ceiling
-# differs from the worker by the stages only.
-BATCH_SIZE = 64
-BATCH_WITHIN_S = 0.2
-# Model loading plus a 1,200-event backlog on 2 busy cores stays well inside this.
-CATCH_UP_TIMEOUT_S = 600.0
+FLINK_GROUP = "memstream-ingest-flink"  # the Flink job's default group id
+# Checkpoint intervals the Flink job's paced phase lasts at least.
+FLINK_PACED_CHECKPOINTS = 3
+PASSTHROUGH = "pass-through"
+FAUST = "ingest (faust)"
+FLINK = "ingest (flink)"
+# Model loading plus a 1,200-event backlog on 2 busy cores stays well inside
+# this, for Flink too (~10 events/s measured, one record per call).
+CATCH_UP_TIMEOUT_S = 900.0
+# Metrics endpoints off in the benchmark: other jobs on this machine may hold
+# the default ports (settings.metrics), and nothing scrapes them here.
+_JOB_ENV = {
+    "HF_HUB_OFFLINE": "1",
+    "TRANSFORMERS_OFFLINE": "1",
+    "MEMSTREAM_METRICS__INGEST_PORT": "0",
+    "MEMSTREAM_METRICS__FLINK_PORT": "0",
+}
 
 Event = tuple[str, str, bytes]  # (topic, key, value)
 
@@ -90,62 +113,19 @@ def publish(bootstrap: str, namespace: str, events: Sequence[Event], rate: float
     producer.flush()
 
 
-# -- reading back with timestamps ----------------------------------------------
-@dataclass(frozen=True)
-class Stamped:
-    """A record with its position and broker/producer timestamp (ms)."""
-
-    topic: str
-    partition: int
-    offset: int
-    ts_ms: int
-    value: bytes
-
-
-def read_stamped(bootstrap: str, topics: Sequence[str]) -> list[Stamped]:
-    """Every record of ``topics`` from the beginning to the current end."""
-    counts = kafka_admin.partition_counts(bootstrap, topics)
-    reader = consumer(bootstrap, "bench-reader", **{"enable.partition.eof": True})
-    reader.assign(
-        [TopicPartition(t, p, OFFSET_BEGINNING) for t, n in counts.items() for p in range(n)]
-    )
-    pending = {(t, p) for t, n in counts.items() for p in range(n)}
-    records: list[Stamped] = []
-    try:
-        while pending:
-            msg = reader.poll(1.0)
-            if msg is None:
-                continue
-            error = msg.error()
-            if error is not None and error.code() == KafkaError._PARTITION_EOF:
-                pending.discard((str(msg.topic()), int(msg.partition() or 0)))
-                continue
-            if error is not None:
-                raise RuntimeError(error.str())
-            records.append(
-                Stamped(
-                    str(msg.topic()),
-                    int(msg.partition() or 0),
-                    int(msg.offset() or 0),
-                    msg.timestamp()[1],
-                    msg.value() or b"",
-                )
-            )
-    finally:
-        reader.close()
-    return records
-
-
 # -- jobs ----------------------------------------------------------------------
 class Job:
     """A job subprocess and the consumer group it commits under."""
 
-    def __init__(self, name: str, command: list[str], group: str) -> None:
-        """Start ``command`` with the offline NLP environment."""
+    def __init__(
+        self, name: str, command: list[str], group: str, env: dict[str, str] | None = None
+    ) -> None:
+        """Start ``command`` with the offline NLP environment (plus ``env``)."""
         self.name = name
         self.group = group
-        env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
-        slug = name.split()[0]
+        self.metrics_port = 0  # set where the job's throughput comes from its metrics
+        env = {**os.environ, **_JOB_ENV, **(env or {})}
+        slug = "-".join(name.replace("(", "").replace(")", "").split()[:2])
         self.log = Path(f"/tmp/bench-ingest-{slug}-{os.getpid()}.log")  # noqa: S108
         with self.log.open("wb") as out:
             self.process = subprocess.Popen(  # noqa: S603 - our interpreter and modules
@@ -153,11 +133,18 @@ class Job:
             )
 
     def peak_rss_mib(self) -> float:
-        """VmHWM of the process (Linux)."""
-        for line in Path(f"/proc/{self.process.pid}/status").read_text().splitlines():
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) / 1024
-        return float("nan")
+        """The sum of VmHWM over the process and its descendants (Linux)."""
+        total_kib = 0
+        for pid in _process_tree(self.process.pid):
+            try:
+                status = Path(f"/proc/{pid}/status").read_text()
+            except FileNotFoundError:  # exited meanwhile
+                continue
+            total_kib += next(
+                (int(line.split()[1]) for line in status.splitlines() if line.startswith("VmHWM:")),
+                0,
+            )
+        return total_kib / 1024
 
     def wait_caught_up(self, bootstrap: str, topics: Sequence[str]) -> float:
         """Wait until the group has committed every input's end; returns when (monotonic)."""
@@ -179,6 +166,20 @@ class Job:
         self.process.wait(timeout=120)
 
 
+def _process_tree(pid: int) -> list[int]:
+    """``pid`` and every descendant, from /proc's children lists."""
+    tree, todo = [], [pid]
+    while todo:
+        current = todo.pop()
+        tree.append(current)
+        for task in Path(f"/proc/{current}/task").glob("*/children"):
+            try:
+                todo += [int(child) for child in task.read_text().split()]
+            except FileNotFoundError:  # the thread or process ended meanwhile
+                continue
+    return tree
+
+
 def run_passthrough(namespace: str) -> None:
     """The pass-through job (run in its own process by ``--passthrough NAMESPACE``)."""
     import faust
@@ -197,7 +198,10 @@ def run_passthrough(namespace: str) -> None:
     sink = app.topic(namespace + PASSTHROUGH_TOPIC, **raw)
 
     async def copy(stream: Any) -> None:
-        async for events in stream.take_events(BATCH_SIZE, within=BATCH_WITHIN_S):
+        # The worker's batching (settings.ingest), so the ceiling differs
+        # from the worker by the stages only.
+        batching = settings.ingest
+        async for events in stream.take_events(batching.batch_size, within=batching.batch_within_s):
             sent = [await sink.send(key=e.message.key, value=e.message.value) for e in events]
             await asyncio.gather(*sent)
 
@@ -223,36 +227,44 @@ class Result:
         return ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else float("nan")
 
 
+def _output_source(namespace: str, job: str, topic: str, value: bytes) -> Any:
+    """The source record an output came from: its value (pass-through) or its position."""
+    if job == PASSTHROUGH:
+        return value  # the pass-through copies values, which are unique per event
+    if topic == namespace + MEMORY_DLQ:
+        letter = DeadLetter.model_validate_json(value)
+        return (namespace + letter.topic, letter.partition, letter.offset)
+    lineage = MemoryOperation.model_validate_json(value).lineage
+    return (namespace + lineage.topic, lineage.partition, lineage.offset)
+
+
+def _input_source(job: str, record: Stamped) -> Any:
+    return record.value if job == PASSTHROUGH else (record.topic, record.partition, record.offset)
+
+
 def _first_outputs(namespace: str, outputs: list[Stamped], job: str) -> dict[Any, int]:
-    """Per source record, the broker time (ms) of its first output."""
+    """Per source record, the broker append time (ms) of its first output."""
     first: dict[Any, int] = {}
     for record in outputs:
-        if job == "pass-through":
-            source: Any = record.value
-        elif record.topic == namespace + MEMORY_DLQ:
-            letter = DeadLetter.model_validate_json(record.value)
-            source = (namespace + letter.topic, letter.partition, letter.offset)
-        else:
-            lineage = MemoryOperation.model_validate_json(record.value).lineage
-            source = (namespace + lineage.topic, lineage.partition, lineage.offset)
+        source = _output_source(namespace, job, record.topic, record.value)
         first[source] = min(first.get(source, record.ts_ms), record.ts_ms)
     return first
 
 
-def _source(job: str, record: Stamped) -> Any:
-    # The pass-through copies values, which are unique per event; the ingest
-    # worker's outputs name their source record's position.
-    return (
-        record.value if job == "pass-through" else (record.topic, record.partition, record.offset)
-    )
-
-
-def _start(job: str, namespace: str) -> Job:
-    if job == "pass-through":
+def _start(job: str, namespace: str, checkpoint_interval_s: float) -> Job:
+    if job == PASSTHROUGH:
         command = [sys.executable, __file__, "--passthrough", namespace]
         return Job(job, command, namespace + PASSTHROUGH_GROUP)
-    command = [sys.executable, "-m", "jobs.cli_worker", "--namespace", namespace]
-    return Job(job, [*command, "--loglevel", "warning"], namespace + INGEST_GROUP)
+    if job == FAUST:
+        command = [sys.executable, "-m", "jobs.cli_worker", "--namespace", namespace]
+        return Job(job, [*command, "--loglevel", "warning"], namespace + INGEST_GROUP)
+    command = [sys.executable, "-m", "jobs.cli_flink", "--namespace", namespace]
+    command += ["--checkpoint-interval", str(checkpoint_interval_s)]
+    port = free_port()
+    env = {"MEMSTREAM_METRICS__FLINK_PORT": str(port)}
+    flink = Job(job, command, namespace + FLINK_GROUP, env)
+    flink.metrics_port = port
+    return flink
 
 
 def _create_topics(bootstrap: str, namespace: str) -> None:
@@ -275,6 +287,7 @@ def measure(
     *,
     rate: float = 0.0,
     share: float = 0.5,
+    checkpoint_interval_s: float = 0.0,
 ) -> Result:
     """Run ``job`` over the backlog, then ``paced`` at ``rate`` (0: ``share`` x its own rate)."""
     namespace = f"bench.ingest.{uuid.uuid4().hex[:8]}."
@@ -282,42 +295,66 @@ def measure(
     inputs = [namespace + t for t in INPUT_TOPICS]
     outputs = (
         [namespace + PASSTHROUGH_TOPIC]
-        if job == "pass-through"
+        if job == PASSTHROUGH
         else [namespace + MEMORY_OPS, namespace + MEMORY_DLQ]
+    )
+    # Flink's transactions commit with the checkpoint that also commits the
+    # source offsets, in no fixed order: one more interval makes them visible.
+    settle_s = checkpoint_interval_s + 2.0 if job == FLINK else 0.0
+    watcher = Watcher(
+        bootstrap, outputs, lambda topic, value: _output_source(namespace, job, topic, value)
     )
     try:
         publish(bootstrap, namespace, backlog, rate=None)
-        process = _start(job, namespace)
+        process = _start(job, namespace, checkpoint_interval_s)
         try:
+            if process.metrics_port:
+                events_per_s = processing_rate(
+                    process.metrics_port, len(backlog), CATCH_UP_TIMEOUT_S
+                )
             process.wait_caught_up(bootstrap, inputs)
-            times = sorted(
-                _first_outputs(namespace, read_stamped(bootstrap, outputs), job).values()
-            )
-            events_per_s = len(backlog) / max((times[-1] - times[0]) / 1000, 1e-3)
-            backlog_sources = {_source(job, r) for r in read_stamped(bootstrap, inputs)}
+            time.sleep(settle_s)
+            if not process.metrics_port:
+                times = sorted(
+                    _first_outputs(namespace, read_stamped(bootstrap, outputs), job).values()
+                )
+                events_per_s = len(backlog) / max((times[-1] - times[0]) / 1000, 1e-3)
+            backlog_sources = {_input_source(job, r) for r in read_stamped(bootstrap, inputs)}
             offered = rate if rate > 0 else events_per_s * share
+            if job == FLINK:
+                # Spread the paced events over several checkpoints: a burst
+                # shorter than one interval would all wait for the same
+                # commit, and the percentiles would measure one moment.
+                offered = min(
+                    offered, len(paced) / (FLINK_PACED_CHECKPOINTS * checkpoint_interval_s)
+                )
             publish(bootstrap, namespace, paced, rate=offered)
             process.wait_caught_up(bootstrap, inputs)
-            first = _first_outputs(namespace, read_stamped(bootstrap, outputs), job)
+            time.sleep(settle_s + 1.0)  # the watcher polls every 50 ms
+            seen = dict(watcher.first_seen_ms)
             latencies = [
-                float(first[source] - record.ts_ms)
+                float(seen[source] - record.ts_ms)
                 for record in read_stamped(bootstrap, inputs)
-                if (source := _source(job, record)) not in backlog_sources and source in first
+                if (source := _input_source(job, record)) not in backlog_sources and source in seen
             ]
             peak = process.peak_rss_mib()
             return Result(job, len(backlog), events_per_s, offered, latencies, peak)
         finally:
             process.stop()
     finally:
+        watcher.close()
         mine = [t for t in kafka_admin.list_topics(bootstrap) if t.startswith(namespace)]
         kafka_admin.delete_topics(bootstrap, mine)
+        if job == FLINK:  # its checkpoints, by job name (jobs/ingest_flink.py)
+            checkpoints = get_settings().state_dir / "flink" / "checkpoints"
+            shutil.rmtree(checkpoints / (namespace + FLINK_GROUP), ignore_errors=True)
 
 
 def report(results: Sequence[Result]) -> str:
     """The results as a Markdown table."""
     rows = [
-        "| job | backlog events | sustained events/s | offered rate (ev/s) | paced events "
-        "| p50 ms | p95 ms | p99 ms | peak RSS MiB |",
+        "| job | backlog events | sustained events/s | offered rate (ev/s) "
+        "| paced events with output | p50 ms | p95 ms | p99 ms | peak RSS MiB |",
         "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in results:
@@ -330,27 +367,57 @@ def report(results: Sequence[Result]) -> str:
 
 
 def main() -> None:
-    """Measure the pass-through ceiling and the ingest worker; print the table."""
+    """Measure the pass-through ceiling and the chosen engines; print the table."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument(
+        "--engines", default="faust,flink", help="comma-separated ingest engines: faust, flink"
+    )
     parser.add_argument("--repeat", type=int, default=3, help="copies of the sample as backlog")
     parser.add_argument("--latency-events", type=int, default=300, help="paced events per job")
     parser.add_argument(
         "--rate-share",
         type=float,
         default=0.5,
-        help="paced rate as a share of the worker's sustained rate (both jobs get this rate)",
+        help="paced rate as a share of each engine's sustained rate "
+        "(the pass-through gets the Faust worker's rate)",
+    )
+    parser.add_argument(
+        "--flink-checkpoint-interval",
+        type=float,
+        default=None,
+        help="seconds between the Flink job's checkpoints [default: settings, 30]",
     )
     parser.add_argument("--passthrough", metavar="NAMESPACE", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.passthrough is not None:
         run_passthrough(args.passthrough)
         return
-    bootstrap = get_settings().kafka.bootstrap
+    settings = get_settings()
+    engines = [e.strip() for e in args.engines.split(",") if e.strip()]
+    unknown = set(engines) - {"faust", "flink"}
+    if unknown:
+        parser.error(f"unknown engines: {', '.join(sorted(unknown))}")
+    interval = args.flink_checkpoint_interval or settings.flink.checkpoint_interval_s
+    bootstrap = settings.kafka.bootstrap
     backlog = sample_events(args.repeat, "b")
     paced = sample_events(args.repeat, "p")[: args.latency_events]
-    ingest = measure(bootstrap, "ingest (faust)", backlog, paced, share=args.rate_share)
-    ceiling = measure(bootstrap, "pass-through", backlog, paced, rate=ingest.offered_rate)
-    print(report([ceiling, ingest]))  # noqa: T201 - the benchmark's output
+    results: list[Result] = []
+    if "faust" in engines:
+        ingest = measure(bootstrap, FAUST, backlog, paced, share=args.rate_share)
+        ceiling = measure(bootstrap, PASSTHROUGH, backlog, paced, rate=ingest.offered_rate)
+        results += [ceiling, ingest]
+    if "flink" in engines:
+        flink = measure(
+            bootstrap,
+            FLINK,
+            backlog,
+            paced,
+            share=args.rate_share,
+            checkpoint_interval_s=interval,
+        )
+        flink.job = f"{FLINK}, checkpoint every {interval:g} s"
+        results.append(flink)
+    print(report(results))  # noqa: T201 - the benchmark's output
 
 
 if __name__ == "__main__":

@@ -46,9 +46,9 @@ def worker(
     batch_within: Annotated[
         float | None,
         typer.Option(
-            min=0.0,
+            min=0.001,
             help="Seconds a partial batch waits for more records [default: settings "
-            "ingest.batch_within_s, 0.2].",
+            "ingest.batch_within_s, 0.02].",
         ),
     ] = None,
     loglevel: Annotated[str, typer.Option(help="Log level: debug, info, warning.")] = "info",
@@ -67,7 +67,8 @@ def worker(
         raise typer.Exit(EXIT_USAGE)
     # Imported here: Faust and the settings-bound job load in ~1 s, which
     # `memstream --help` should not wait for.
-    from jobs.ingest_faust import WorkerConfig, input_partitions, run_worker
+    from jobs.ingest_faust import run_worker
+    from jobs.worker_config import WorkerConfig, input_partitions
     from memstream.settings import get_settings
 
     settings = get_settings()

@@ -16,13 +16,26 @@ harmless instead.
    record their source offsets are written to the table. A crash in between
    leaves the old state, which re-decides the same ops; a state never claims
    an event whose ops are not in Kafka.
-3. Faust commits source offsets only for acked events (after the batch body)
-   and flushes the producer — the changelog included — before committing. A
-   re-delivered event at or below a state's remembered offset yields nothing.
+3. The worker commits the input offsets itself, at the end of each batch:
+   after the outputs are acknowledged and the producer is flushed (the
+   states' changelog records included), it commits every partition of the
+   batch to one past its last record — and only records that continue a
+   partition without a hole are processed at all (jobs/input_positions.py).
+   A re-delivered event at or below a state's remembered offset yields
+   nothing.
 4. A batch failure we cannot dead-letter (the broker refusing our outputs)
-   exits the process at once: Faust would otherwise ack the batch on the way
-   out and commit offsets it never processed. Restarting resumes from the last
-   commit, exactly as after a SIGKILL.
+   exits the process at once: the next batch's commit would otherwise move
+   past the failed one. Restarting resumes from the last commit, exactly as
+   after a SIGKILL.
+
+Why not Faust's own commits: after a SIGKILL and restart Faust delivers some
+input records twice and loses others in its recovery race (measured, see
+jobs/input_positions.py; faust-streaming issues 596 and 216). Its ack-based
+commits then froze at the first lost offset (the offsets stopped advancing
+while every later op was produced) or, with nothing committed yet, skipped
+the lost records for good. The input topics are therefore declared with
+``acks=False``, out of Faust's ack tracking: the batch loop checks every
+record's offset, rewinds over holes and commits what it processed.
 
 Changelog partitions: Faust writes a table key's changelog to the partition of
 the *current event*, which for a ``take()`` batch is just the last event of
@@ -49,25 +62,26 @@ import logging
 import os
 import time
 from collections.abc import Awaitable, Sequence
-from dataclasses import dataclass
-from pathlib import Path
-from typing import Any
+from datetime import UTC, datetime
+from typing import Any, cast
 
 import faust
-from faust.types import RecordMetadata
+from faust.types import TP, RecordMetadata
+from mode.types.signals import BaseSignalT
 
-from connectors import kafka_admin
-from jobs.stages import load_pipeline, run_batch
+from connectors.kafka_offsets import OffsetReader
+from jobs import ingest_metrics
+from jobs.input_positions import InputPositions, first_offset_from
+from jobs.metrics_endpoint import serve_metrics
+from jobs.stages import PENDING_OPS, load_pipeline, run_batch
+from jobs.worker_config import WorkerConfig
 from memstream.settings import Settings
 from pipelines.ingest import IngestPipeline, IngestResult, SourceRecord
 from pipelines.review import UserMemoryState
-from schemas.ops import OpType
-from schemas.topics import INPUT_TOPICS, MEMORY_DLQ, MEMORY_OPS, MEMORY_PENDING, OUTPUT_TOPICS
+from schemas.topics import INPUT_TOPICS, MEMORY_DLQ, MEMORY_OPS, MEMORY_PENDING
 
 log = logging.getLogger(__name__)
 
-# Ops the pending queue consumers (HITL tooling) need besides the sink.
-PENDING_OPS = frozenset({OpType.ADD_PENDING, OpType.RESOLVE_PENDING})
 TABLE_NAME = "user-memory"
 # How long the group waits for a member that stopped heartbeating (Faust's
 # default: 60 s). A SIGKILLed worker's restart cannot get its partitions back
@@ -75,86 +89,25 @@ TABLE_NAME = "user-memory"
 # and over three heartbeats (3 s). Heartbeats run in Faust's consumer thread,
 # so a long NLP batch on the event loop does not starve them.
 SESSION_TIMEOUT_S = 10.0
-# Exit code of a batch whose outputs could not be published (see note 4 above).
+# Exit code of a batch whose outputs could not be published (note 4 above).
 EXIT_BATCH_FAILED = 70  # EX_SOFTWARE (sysexits.h)
 
 
-@dataclass(frozen=True)
-class WorkerConfig:
-    """What the worker needs; ``from_settings`` fills it from the settings object.
-
-    The defaults below are the fallbacks of a bare construction (tests);
-    ``from_settings`` takes them from the settings' ``ingest`` section.
-    """
-
-    bootstrap: str
-    data_dir: Path
-    max_message_bytes: int
-    namespace: str = ""
-    group_id: str = "memstream-ingest"
-    # 64 turns fill one spaCy ``pipe`` batch and one MiniLM batch well (both
-    # several times faster per item batched, pipelines/ingest.py); measured
-    # here: 40 turns in 1.3-1.6 s on the 2 shared cores at load ~10, so a full
-    # batch stays a few seconds, far inside every Kafka timeout.
-    batch_size: int = 64
-    # How long a partial batch waits for more records: bounds the added
-    # latency at low rates (DESIGN.md: p95 <= 800 ms end to end).
-    batch_within_s: float = 0.2
-
-    @classmethod
-    def from_settings(cls, settings: Settings, **overrides: Any) -> WorkerConfig:
-        """Addresses and tunables from the settings; ``overrides`` win."""
-        ingest = settings.ingest
-        params: dict[str, Any] = {
-            "group_id": ingest.group_id,
-            "batch_size": ingest.batch_size,
-            "batch_within_s": ingest.batch_within_s,
-        }
-        params.update(overrides)
-        return cls(
-            bootstrap=settings.kafka.bootstrap,
-            data_dir=settings.state_dir / "faust",
-            max_message_bytes=settings.kafka.max_message_bytes,
-            **params,
-        )
-
-    @property
-    def app_id(self) -> str:
-        """The Faust app id: consumer group and changelog topic prefix."""
-        return self.namespace + self.group_id
-
-    def topic(self, name: str) -> str:
-        """The namespaced name of a topic."""
-        return self.namespace + name
-
-
-def input_partitions(config: WorkerConfig) -> int:
-    """The common partition count of the input topics; fail clearly if a topic is missing."""
-    wanted = [config.topic(t) for t in (*INPUT_TOPICS, *OUTPUT_TOPICS)]
-    counts = kafka_admin.partition_counts(config.bootstrap, wanted)
-    missing = [t for t in wanted if t not in counts]
-    if missing:
-        raise RuntimeError(
-            f"missing topics on {config.bootstrap}: {', '.join(missing)} "
-            "(`memstream infra up` creates the default ones)"
-        )
-    inputs = {counts[config.topic(t)] for t in INPUT_TOPICS}
-    if len(inputs) != 1:
-        # The table co-partitions with every input topic; unequal counts would
-        # put a user's state on a partition another worker owns.
-        raise RuntimeError(f"input topics must have equal partition counts, got {sorted(inputs)}")
-    return inputs.pop()
-
-
 class IngestAgent:
-    """The agent body: batches of events → pipeline → outputs, then the states."""
+    """The agent body: batches of events → pipeline → outputs, then the states, then the commit."""
 
     def __init__(
         self, app: faust.App, config: WorkerConfig, pipeline: IngestPipeline, partitions: int
     ) -> None:
         """Declare the topics and the table (``partitions``: the input topics') on ``app``."""
+        self.app = app
         self.config = config
         self.pipeline = pipeline
+        self.positions = InputPositions()
+        # Per partition: the last hole rewound over and the offset sought.
+        self._rewound: dict[TP, tuple[int, int]] = {}
+        self.offsets = OffsetReader(config.bootstrap)
+        app.on_partitions_revoked.connect(self._on_revoked)
         raw: dict[str, Any] = {"key_serializer": "raw", "value_serializer": "raw"}
         self.ops = app.topic(config.topic(MEMORY_OPS), **raw)
         self.pending = app.topic(config.topic(MEMORY_PENDING), **raw)
@@ -181,32 +134,93 @@ class IngestAgent:
             task = asyncio.ensure_future(self.handle([e.message for e in events]))
             try:
                 # Shielded: a stop request must not cut a batch between its
-                # outputs and its states (take_events acks the batch either way).
+                # outputs, its states and its commit.
                 await asyncio.shield(task)
             except asyncio.CancelledError:
                 await task
                 raise
             except Exception:
-                log.exception("batch failed; exiting before its offsets can be committed")
+                log.exception("batch failed; exiting before a later commit can pass it")
                 os._exit(EXIT_BATCH_FAILED)
 
     async def handle(self, messages: Sequence[Any]) -> None:
-        """Process one batch: publish and await every output, then write the states."""
+        """Process one batch: publish and await every output, write the states, commit."""
         started = time.perf_counter()
-        records = [self._record(m) for m in messages]
+        admission = self.positions.admit(await self._with_known_positions(messages))
+        for tp, expected in admission.rewind.items():
+            await self._rewind(cast(TP, tp), expected)
+        if not admission.admitted:
+            return
+        records = [self._record(m) for m in admission.admitted]
         batch = run_batch(self.pipeline, records, self._load_state)
         sent = [fut for result in batch.results for fut in await self._publish(result)]
         await asyncio.gather(*sent)
+        ingest_metrics.observe_batch(batch, datetime.now(UTC))
         for key, state in batch.states.items():
             self.table[key] = state.snapshot()  # re-assigned: emits the changelog record
+        await self._commit({m.tp for m in admission.admitted})
         log.info(
-            "batch: %d records, %d ops, %d dead letters%s in %.0f ms",
+            "batch: %d records (%d dropped), %d ops, %d dead letters%s in %.0f ms",
             len(records),
+            admission.dropped,
             sum(len(r.ops) for r in batch.results),
             sum(r.dead_letter is not None for r in batch.results),
             " (isolated after a stage error)" if batch.isolated else "",
             (time.perf_counter() - started) * 1000,
         )
+
+    async def _with_known_positions(self, messages: Sequence[Any]) -> Sequence[Any]:
+        """``messages``, once every partition among them starts at its committed offset."""
+        unknown = {m.tp for m in messages if not self.positions.known(m.tp)}
+        if unknown:
+            # A partition first seen (start, reassignment) continues at the
+            # group's commit, or at the log's start without one (the group
+            # resets to "earliest").
+            committed = await asyncio.to_thread(self.offsets.committed, self.config.app_id)
+            fresh = [tp for tp in unknown if (tp.topic, tp.partition) not in committed]
+            earliest = await self.app.consumer.earliest_offsets(*fresh) if fresh else {}
+            for tp in unknown:
+                position = (tp.topic, tp.partition)
+                self.positions.start(
+                    tp, committed[position] if position in committed else earliest[tp]
+                )
+        return messages
+
+    async def _rewind(self, tp: TP, expected: int) -> None:
+        """Seek ``tp`` back over a hole, to where the broker's next record from ``expected`` is."""
+        hole, offset = self._rewound.get(tp, (None, expected))
+        if hole != expected:  # a new hole: ask the broker once, say so once
+            found = await asyncio.to_thread(
+                first_offset_from, self.config.bootstrap, tp.topic, tp.partition, expected
+            )
+            offset = expected if found is None else found
+            self._rewound[tp] = (expected, offset)
+            log.warning(
+                "records of %s missing from offset %d: re-reading from %d", tp, expected, offset
+            )
+        self.positions.start(tp, offset)
+        await self.app.consumer.seek_wait({tp: offset})
+
+    async def _on_revoked(
+        self, sender: Any, /, *args: Any, signal: BaseSignalT[Any], **_: Any
+    ) -> None:
+        # Faust sends on_partitions_revoked(sender, revoked, signal=...).
+        revoked: set[TP] = args[0]
+        self.positions.forget(revoked)
+
+    async def _commit(self, tps: set[Any]) -> None:
+        """Commit the batch's partitions at their next offsets, all output being in Kafka."""
+        # The changelog records of the states just written are still in the
+        # producer's buffer; a commit before they are acknowledged could skip
+        # events whose state never reached the changelog.
+        await self.app.producer.flush()
+        positions = {tp: self.positions.next_offset(tp) for tp in tps}
+        # Consumer._commit is the hook Faust's own commits end in (the aiokafka
+        # driver commits to the group, only partitions still assigned, and
+        # returns False after a rebalance: the new owner re-processes, which
+        # note 1 makes harmless). The public Consumer.commit() commits acked
+        # offsets only, and the input topics have acks off (module docstring).
+        await self.app.consumer._commit(positions)  # type: ignore[attr-defined]
 
     def _record(self, message: Any) -> SourceRecord:
         return SourceRecord(
@@ -255,7 +269,10 @@ def build_app(config: WorkerConfig, pipeline: IngestPipeline, partitions: int) -
         web_enabled=False,  # no HTTP port to collide with other workers
     )
     source = app.topic(
-        *(config.topic(t) for t in INPUT_TOPICS), key_serializer="raw", value_serializer="raw"
+        *(config.topic(t) for t in INPUT_TOPICS),
+        key_serializer="raw",
+        value_serializer="raw",
+        acks=False,  # the agent commits these offsets itself (module docstring)
     )
     agent = IngestAgent(app, config, pipeline, partitions)
     app.agent(source, name="ingest")(agent.run)
@@ -271,4 +288,5 @@ def run_worker(
     log.info("stages loaded in %.1f s", time.perf_counter() - started)
     config.data_dir.mkdir(parents=True, exist_ok=True)  # Faust creates only the last level
     app = build_app(config, pipeline, partitions)
+    serve_metrics(settings.metrics.host, settings.metrics.ingest_port, "faust ingest")
     faust.Worker(app, loglevel=loglevel, quiet=True).execute_from_commandline()

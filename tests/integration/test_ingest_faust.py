@@ -290,14 +290,6 @@ def test_bad_input_is_dead_lettered_and_the_worker_keeps_running(fault_free: Run
     assert fault_free.exit_code == 0  # SIGTERM: a clean stop
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason=(
-        "KNOWN BUG, issue 5 open: after a SIGKILL and restart the Faust worker (faust-streaming "
-        "0.15.3) produces every op but its group's committed offsets stop advancing; the "
-        "catch-up wait then times out. Root cause not found yet (Faust's ack/commit tracking)."
-    ),
-)
 def test_sigkill_mid_stream_loses_nothing_and_resumes(
     kafka_bootstrap: str, partitions: int, fault_free: Run, tmp_path: Path
 ) -> None:
