@@ -51,6 +51,15 @@ def worker(
             "ingest.batch_within_s, 0.02].",
         ),
     ] = None,
+    metrics_port: Annotated[
+        int | None,
+        typer.Option(
+            min=0,
+            max=65535,
+            help="Port of the Prometheus /metrics endpoint; give each worker on one machine "
+            "its own, 0 for none [default: settings metrics.ingest_port, 18091].",
+        ),
+    ] = None,
     loglevel: Annotated[str, typer.Option(help="Log level: debug, info, warning.")] = "info",
 ) -> None:
     """Run the ingest worker until Ctrl-C/SIGTERM.
@@ -81,7 +90,8 @@ def worker(
     except Exception as exc:  # KafkaException or missing topics: say which
         _err.print(f"error: {exc}", markup=False)
         raise typer.Exit(EXIT_BROKER) from None
-    run_worker(config, settings, partitions=partitions, loglevel=loglevel)
+    port = settings.metrics.ingest_port if metrics_port is None else metrics_port
+    run_worker(config, settings, partitions=partitions, metrics_port=port, loglevel=loglevel)
 
 
 if __name__ == "__main__":

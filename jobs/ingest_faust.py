@@ -280,7 +280,12 @@ def build_app(config: WorkerConfig, pipeline: IngestPipeline, partitions: int) -
 
 
 def run_worker(
-    config: WorkerConfig, settings: Settings, *, partitions: int, loglevel: str = "info"
+    config: WorkerConfig,
+    settings: Settings,
+    *,
+    partitions: int,
+    metrics_port: int,
+    loglevel: str = "info",
 ) -> None:
     """Load the stages and run the worker until SIGTERM/SIGINT (``input_partitions`` first)."""
     started = time.perf_counter()
@@ -288,5 +293,5 @@ def run_worker(
     log.info("stages loaded in %.1f s", time.perf_counter() - started)
     config.data_dir.mkdir(parents=True, exist_ok=True)  # Faust creates only the last level
     app = build_app(config, pipeline, partitions)
-    serve_metrics(settings.metrics.host, settings.metrics.ingest_port, "faust ingest")
+    serve_metrics(settings.metrics.host, metrics_port, "faust ingest")
     faust.Worker(app, loglevel=loglevel, quiet=True).execute_from_commandline()

@@ -36,6 +36,7 @@ from ingest_helpers import (
     sample_messages,
     wait_caught_up,
 )
+from metrics_helpers import Sample, free_port, scrape, value
 
 from connectors.kafka_io import Record, read_topic
 from connectors.kafka_offsets import OffsetReader
@@ -45,7 +46,14 @@ from pipelines.ingest import SourceRecord
 from pipelines.review import UserMemoryState
 from schemas.deadletter import DeadLetterReason
 from schemas.ops import MemoryOperation, OpType
-from schemas.topics import CRM_WEBHOOKS, DIALOGUE_EVENTS, MEMORY_OPS, USER_ACTIONS
+from schemas.topics import (
+    CRM_WEBHOOKS,
+    DIALOGUE_EVENTS,
+    MEMORY_DLQ,
+    MEMORY_OPS,
+    MEMORY_PENDING,
+    USER_ACTIONS,
+)
 
 PHASES = (DIALOGUE_EVENTS, USER_ACTIONS, CRM_WEBHOOKS)
 BAD_KEY = "acme:mallory"
@@ -152,6 +160,8 @@ class Run:
     exit_code: int | None
     committed_at_kills: list[dict[tuple[str, int], int]] = field(default_factory=list)
     final_committed: dict[tuple[str, int], int] = field(default_factory=dict)
+    # The worker's /metrics at the end of the input (runs given --metrics-port).
+    metrics: dict[Sample, float] = field(default_factory=dict)
 
 
 def _run(
@@ -173,6 +183,9 @@ def _run(
         run.alive_after_input = worker.alive()
         run.outputs = read_outputs(bootstrap, namespace)
         run.inputs = {t: read_topic(bootstrap, namespace + t) for t in PHASES}
+        if "--metrics-port" in args:
+            port = args[args.index("--metrics-port") + 1]
+            run.metrics = scrape(f"http://127.0.0.1:{port}/metrics")
         run.exit_code = worker.stop()
         yield run
     finally:
@@ -217,7 +230,8 @@ def fault_free(
 ) -> Iterator[Run]:
     """The worker over the whole input with no faults (default batch size)."""
     log_dir = tmp_path_factory.mktemp("fault-free")
-    yield from _run(kafka_bootstrap, partitions, log_dir, dict.fromkeys(PHASES, 0))
+    metrics = ("--metrics-port", str(free_port()))
+    yield from _run(kafka_bootstrap, partitions, log_dir, dict.fromkeys(PHASES, 0), *metrics)
 
 
 @pytest.fixture(scope="module")
@@ -316,3 +330,23 @@ def test_sigkill_mid_stream_loses_nothing_and_resumes(
         assert crashed.outputs.op_ids() == fault_free.outputs.op_ids()
     finally:
         runs.close()
+
+
+def test_worker_serves_metrics_matching_its_input_and_output(fault_free: Run) -> None:
+    samples = fault_free.metrics
+    for topic in PHASES:  # labelled by the base topic name, never the namespace
+        consumed = value(samples, "memstream_ingest_events_in_total", topic=topic)
+        assert consumed == len(fault_free.inputs[topic])
+    produced = {
+        MEMORY_OPS: len(fault_free.outputs.ops),
+        MEMORY_PENDING: len(fault_free.outputs.pending),
+        MEMORY_DLQ: len(fault_free.outputs.dead_letters),
+    }
+    for topic, count in produced.items():
+        assert value(samples, "memstream_ingest_events_out_total", topic=topic) == count
+    for stage in ("parse", "extract", "encode", "review"):
+        assert value(samples, "memstream_ingest_stage_seconds_count", stage=stage), stage
+    assert value(samples, "memstream_ingest_review_outcomes_total", outcome="committed")
+    assert value(samples, "memstream_ingest_end_to_end_seconds_count") == len(
+        fault_free.outputs.ops
+    )
