@@ -1,7 +1,7 @@
-"""Ingest throughput and latency: both engines beside a pass-through job, in one run.
+"""Ingest latency through to the stores: both engines beside a pass-through job, in one run.
 
-    python benchmarks/bench_ingest.py [--engines faust,flink] [--repeat 3]
-        [--latency-events 300] [--rate-share 0.5] [--flink-checkpoint-interval 30]
+    python benchmarks/bench_ingest.py [--engines faust,flink] [--rate 23]
+        [--repeat 3] [--latency-events 300] [--flink-checkpoint-interval 30]
 
 Needs the local services (`memstream infra up`). Every job runs as a
 subprocess on private topics (removed afterwards) over the same events: the
@@ -10,77 +10,88 @@ sample stream repeated ``--repeat`` times with fresh users and event ids.
 - pass-through: a Faust app with the worker's batching (take_events, then
   send and await every record) that copies each input record to one output
   topic: the ceiling of the engine and broker on this machine, no stages.
-- ingest (faust): ``memstream worker`` (jobs/ingest_faust.py), all stages.
+- ingest (faust): ``memstream worker`` (jobs/ingest_faust.py), all stages,
+  then ``memstream sink`` (jobs/cli_sink.py) writing Redis, Chroma and Neo4j.
 - ingest (flink): ``memstream flink`` (jobs/ingest_flink.py, local
-  mini-cluster), all stages. Its outputs are written in one Kafka transaction
-  per checkpoint, so a read_committed reader sees them only when the
-  checkpoint completes: its latency is bounded below by the checkpoint
-  interval (the row says which), not by the stages.
+  mini-cluster), all stages, then the same sink. Its outputs are written in
+  one Kafka transaction per checkpoint, so a read_committed reader (the sink
+  too) sees them only when the checkpoint completes: its latency is bounded
+  below by the checkpoint interval (the row says which), not by the stages.
 
-Each job first consumes the whole backlog (sustained events/s = events /
+Each job first consumes the whole backlog alone (sustained events/s = events /
 (last output - first output) by the broker's append times, so model loading
 does not count; for the Flink job, whose outputs reach Kafka in bursts at
 checkpoints, the rate of its ``memstream_ingest_events_in_total`` counter
-while it works through the backlog), then a paced stream at ``--rate-share`` of the job's
-sustained rate (the pass-through gets the Faust worker's offered rate, so the
-two are compared at the same load; the Flink job's rate is capped so that its
-paced phase spans at least three checkpoints). Latency per paced event is the moment a
-read_committed consumer, polling the output topics all along, first receives
-one of its outputs (op or dead letter) minus the producer's create time of the
-event: event → visible to the sink. The sink job's store writes come after
-this (benchmarks/bench_sink.py). Peak memory is the sum of VmHWM over the job's
-process tree (Flink's mini-cluster is a child JVM).
+while it works through the backlog). Then, for the ingest jobs, the sink
+starts (its own consumer group, store namespace and embedded Chroma
+directory, all removed afterwards) and applies the backlog's operations, and a
+paced stream is offered at ``--rate`` events/s (the Flink job's rate is capped
+so that its paced phase spans at least three checkpoints) with ingest job and
+sink running together, as deployed. Two latencies per paced event, both from
+the producer's create time of the event:
+
+- → memory.ops: the moment a read_committed consumer, polling the output
+  topics all along, first receives one of the event's outputs (op or dead
+  letter); over every paced event.
+- → stores: the first poll (every 50 ms) of Redis working memory showing the
+  dialogue turn, or a later turn of its session (a session keeps its last 5
+  turns, and the sink applies a user's operations in order), in the sorted set
+  of the session's turns (benchmarks/ingest_stores.py): the sink has then
+  applied the turn's ``append_turn`` operation. It writes each batch to
+  working memory first, then Chroma, then Neo4j (jobs/sink_job.open_lanes),
+  so the turn's facts reach those two right after, in the same batch or the
+  next (or go to the spool if slower than the latency budget). Over the paced
+  dialogue turns: every turn yields one ``append_turn``; actions and webhooks
+  leave no such engine-independent trace.
+
+Peak memory is the sum of VmHWM over a job's process tree (Flink's mini-cluster
+is a child JVM), for the ingest job and the sink separately.
 """
 
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
-import os
 import shutil
-import signal
-import subprocess
 import sys
+import tempfile
 import time
 import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ingest_jobs import CATCH_UP_TIMEOUT_S, Job
+from ingest_passthrough import PASSTHROUGH_GROUP, PASSTHROUGH_TOPIC
 from ingest_readers import Stamped, Watcher, free_port, processing_rate, read_stamped
+from ingest_report import Result, report
+from ingest_stores import TurnKey, TurnWatcher, drop_store_namespace, turn_key
 
 from connectors import kafka_admin
-from connectors.kafka_io import KeyedProducer, end_offsets
-from connectors.kafka_offsets import OffsetReader
+from connectors.kafka_io import KeyedProducer
 from memstream.settings import get_settings
 from schemas.deadletter import DeadLetter
 from schemas.ops import MemoryOperation
-from schemas.topics import INPUT_TOPICS, MEMORY_DLQ, MEMORY_OPS, OUTPUT_TOPICS
+from schemas.topics import DIALOGUE_EVENTS, INPUT_TOPICS, MEMORY_DLQ, MEMORY_OPS, OUTPUT_TOPICS
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLE_DIR = ROOT / "data" / "sample"
-PASSTHROUGH_TOPIC = "bench.passthrough"
 INGEST_GROUP = "memstream-ingest"  # the worker's default group id
-PASSTHROUGH_GROUP = "bench-passthrough"
 FLINK_GROUP = "memstream-ingest-flink"  # the Flink job's default group id
 # Checkpoint intervals the Flink job's paced phase lasts at least.
 FLINK_PACED_CHECKPOINTS = 3
+# Offered rate of the paced phase: half the lowest sustained rate the Faust
+# worker has measured here (46 ev/s on a loaded machine; 199 ev/s idle,
+# README), so it is a rate the worker sustains without growing lag.
+DEFAULT_RATE = 23.0
+# How long the paced turns may take to show in the stores once the ingest job
+# has committed every input: the sink's poll (0.5 s) and one batch's writes,
+# with ample room on 2 busy cores. A wait, not a measurement: it ends as soon
+# as every turn is seen; a turn still missing then is counted as not seen.
+STORE_SETTLE_S = 60.0
 PASSTHROUGH = "pass-through"
 FAUST = "ingest (faust)"
 FLINK = "ingest (flink)"
-# Model loading plus a 1,200-event backlog on 2 busy cores stays well inside
-# this, for Flink too (~10 events/s measured, one record per call).
-CATCH_UP_TIMEOUT_S = 900.0
-# Metrics endpoints off in the benchmark: other jobs on this machine may hold
-# the default ports (settings.metrics), and nothing scrapes them here.
-_JOB_ENV = {
-    "HF_HUB_OFFLINE": "1",
-    "TRANSFORMERS_OFFLINE": "1",
-    "MEMSTREAM_METRICS__INGEST_PORT": "0",
-    "MEMSTREAM_METRICS__FLINK_PORT": "0",
-}
 
 Event = tuple[str, str, bytes]  # (topic, key, value)
 
@@ -102,6 +113,11 @@ def sample_events(repeat: int, tag: str) -> list[Event]:
     return events
 
 
+def dialogue_turns(events: Sequence[Event]) -> list[TurnKey]:
+    """The dialogue turns among ``events``."""
+    return [turn_key(value) for topic, _, value in events if topic == DIALOGUE_EVENTS]
+
+
 def publish(bootstrap: str, namespace: str, events: Sequence[Event], rate: float | None) -> None:
     """Send ``events`` (at ``rate`` per second when given) and wait for every ack."""
     producer = KeyedProducer(bootstrap, client_id="bench-ingest")
@@ -114,119 +130,45 @@ def publish(bootstrap: str, namespace: str, events: Sequence[Event], rate: float
 
 
 # -- jobs ----------------------------------------------------------------------
-class Job:
-    """A job subprocess and the consumer group it commits under."""
-
-    def __init__(
-        self, name: str, command: list[str], group: str, env: dict[str, str] | None = None
-    ) -> None:
-        """Start ``command`` with the offline NLP environment (plus ``env``)."""
-        self.name = name
-        self.group = group
-        self.metrics_port = 0  # set where the job's throughput comes from its metrics
-        env = {**os.environ, **_JOB_ENV, **(env or {})}
-        slug = "-".join(name.replace("(", "").replace(")", "").split()[:2])
-        self.log = Path(f"/tmp/bench-ingest-{slug}-{os.getpid()}.log")  # noqa: S108
-        with self.log.open("wb") as out:
-            self.process = subprocess.Popen(  # noqa: S603 - our interpreter and modules
-                command, cwd=ROOT, env=env, stdout=out, stderr=out
-            )
-
-    def peak_rss_mib(self) -> float:
-        """The sum of VmHWM over the process and its descendants (Linux)."""
-        total_kib = 0
-        for pid in _process_tree(self.process.pid):
-            try:
-                status = Path(f"/proc/{pid}/status").read_text()
-            except FileNotFoundError:  # exited meanwhile
-                continue
-            total_kib += next(
-                (int(line.split()[1]) for line in status.splitlines() if line.startswith("VmHWM:")),
-                0,
-            )
-        return total_kib / 1024
-
-    def wait_caught_up(self, bootstrap: str, topics: Sequence[str]) -> float:
-        """Wait until the group has committed every input's end; returns when (monotonic)."""
-        ends = {(t, p): e for t in topics for p, e in end_offsets(bootstrap, t).items()}
-        reader = OffsetReader(bootstrap)
-        deadline = time.monotonic() + CATCH_UP_TIMEOUT_S
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise RuntimeError(f"{self.name} exited; see {self.log}")
-            done = reader.committed(self.group)
-            if all(done.get(position, 0) >= end for position, end in ends.items()):
-                return time.monotonic()
-            time.sleep(0.2)
-        raise RuntimeError(f"{self.name} did not catch up; see {self.log}")
-
-    def stop(self) -> None:
-        """SIGTERM and wait."""
-        self.process.send_signal(signal.SIGTERM)
-        self.process.wait(timeout=120)
+def _start(job: str, namespace: str, checkpoint_interval_s: float) -> Job:
+    if job == PASSTHROUGH:
+        command = [sys.executable, str(ROOT / "benchmarks" / "ingest_passthrough.py"), namespace]
+        return Job(job, command, namespace + PASSTHROUGH_GROUP)
+    if job == FAUST:
+        command = [sys.executable, "-m", "jobs.cli_worker", "--namespace", namespace]
+        return Job(job, [*command, "--loglevel", "warning"], namespace + INGEST_GROUP)
+    command = [sys.executable, "-m", "jobs.cli_flink", "--namespace", namespace]
+    command += ["--checkpoint-interval", str(checkpoint_interval_s)]
+    port = free_port()
+    env = {"MEMSTREAM_METRICS__FLINK_PORT": str(port)}
+    flink = Job(job, command, namespace + FLINK_GROUP, env)
+    flink.metrics_port = port
+    return flink
 
 
-def _process_tree(pid: int) -> list[int]:
-    """``pid`` and every descendant, from /proc's children lists."""
-    tree, todo = [], [pid]
-    while todo:
-        current = todo.pop()
-        tree.append(current)
-        for task in Path(f"/proc/{current}/task").glob("*/children"):
-            try:
-                todo += [int(child) for child in task.read_text().split()]
-            except FileNotFoundError:  # the thread or process ended meanwhile
-                continue
-    return tree
+def _start_sink(job: str, namespace: str, store_namespace: str, chroma_dir: Path) -> Job:
+    """``memstream sink`` on the run's topics, into its own store namespace and Chroma directory."""
+    command = [sys.executable, "-m", "jobs.cli_sink", "--namespace", namespace]
+    command += ["--store-namespace", store_namespace, "--loglevel", "warning"]
+    # An embedded Chroma of its own: nothing else writes that directory.
+    env = {"MEMSTREAM_CHROMA__MODE": "embedded", "MEMSTREAM_CHROMA__PATH": str(chroma_dir)}
+    name = f"sink {job.removeprefix('ingest ')}"  # "sink (faust)": its own log file
+    return Job(name, command, namespace + get_settings().sink.group_id, env)
 
 
-def run_passthrough(namespace: str) -> None:
-    """The pass-through job (run in its own process by ``--passthrough NAMESPACE``)."""
-    import faust
-
-    settings = get_settings()
-    app = faust.App(
-        namespace + PASSTHROUGH_GROUP,
-        broker=f"kafka://{settings.kafka.bootstrap}",
-        store="memory://",
-        web_enabled=False,
-        consumer_auto_offset_reset="earliest",
-        datadir=f"/tmp/bench-ingest-faust-{os.getpid()}",  # noqa: S108
-    )
-    raw: dict[str, Any] = {"key_serializer": "raw", "value_serializer": "raw"}
-    source = app.topic(*(namespace + t for t in INPUT_TOPICS), **raw)
-    sink = app.topic(namespace + PASSTHROUGH_TOPIC, **raw)
-
-    async def copy(stream: Any) -> None:
-        # The worker's batching (settings.ingest), so the ceiling differs
-        # from the worker by the stages only.
-        batching = settings.ingest
-        async for events in stream.take_events(batching.batch_size, within=batching.batch_within_s):
-            sent = [await sink.send(key=e.message.key, value=e.message.value) for e in events]
-            await asyncio.gather(*sent)
-
-    app.agent(source, name="passthrough")(copy)
-    faust.Worker(app, loglevel="warning", quiet=True).execute_from_commandline()
+def _create_topics(bootstrap: str, namespace: str) -> None:
+    partitions = get_settings().kafka.partitions
+    # Outputs are stamped by the broker on append: the "visible in Kafka" time.
+    append_time = {"message.timestamp.type": "LogAppendTime"}
+    specs = [kafka_admin.TopicSpec(namespace + t, partitions) for t in INPUT_TOPICS]
+    specs += [
+        kafka_admin.TopicSpec(namespace + t, partitions, append_time)
+        for t in (*OUTPUT_TOPICS, PASSTHROUGH_TOPIC)
+    ]
+    kafka_admin.ensure_topics(bootstrap, specs)
 
 
 # -- measuring -----------------------------------------------------------------
-@dataclass
-class Result:
-    """One job's numbers."""
-
-    job: str
-    events: int
-    events_per_s: float
-    offered_rate: float
-    latencies_ms: list[float]
-    peak_rss_mib: float
-
-    def percentile(self, q: float) -> float:
-        """The ``q`` quantile (nearest rank) of the paced phase's latencies."""
-        ordered = sorted(self.latencies_ms)
-        return ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else float("nan")
-
-
 def _output_source(namespace: str, job: str, topic: str, value: bytes) -> Any:
     """The source record an output came from: its value (pass-through) or its position."""
     if job == PASSTHROUGH:
@@ -251,32 +193,22 @@ def _first_outputs(namespace: str, outputs: list[Stamped], job: str) -> dict[Any
     return first
 
 
-def _start(job: str, namespace: str, checkpoint_interval_s: float) -> Job:
-    if job == PASSTHROUGH:
-        command = [sys.executable, __file__, "--passthrough", namespace]
-        return Job(job, command, namespace + PASSTHROUGH_GROUP)
-    if job == FAUST:
-        command = [sys.executable, "-m", "jobs.cli_worker", "--namespace", namespace]
-        return Job(job, [*command, "--loglevel", "warning"], namespace + INGEST_GROUP)
-    command = [sys.executable, "-m", "jobs.cli_flink", "--namespace", namespace]
-    command += ["--checkpoint-interval", str(checkpoint_interval_s)]
-    port = free_port()
-    env = {"MEMSTREAM_METRICS__FLINK_PORT": str(port)}
-    flink = Job(job, command, namespace + FLINK_GROUP, env)
-    flink.metrics_port = port
-    return flink
-
-
-def _create_topics(bootstrap: str, namespace: str) -> None:
-    partitions = get_settings().kafka.partitions
-    # Outputs are stamped by the broker on append: the "visible in Kafka" time.
-    append_time = {"message.timestamp.type": "LogAppendTime"}
-    specs = [kafka_admin.TopicSpec(namespace + t, partitions) for t in INPUT_TOPICS]
-    specs += [
-        kafka_admin.TopicSpec(namespace + t, partitions, append_time)
-        for t in (*OUTPUT_TOPICS, PASSTHROUGH_TOPIC)
-    ]
-    kafka_admin.ensure_topics(bootstrap, specs)
+def _backlog_rate(
+    bootstrap: str, namespace: str, job: str, process: Job, backlog: int, settle_s: float
+) -> float:
+    """Events/s while ``process`` works through the backlog alone; returns once it has."""
+    rate = 0.0
+    if process.metrics_port:
+        rate = processing_rate(process.metrics_port, backlog, CATCH_UP_TIMEOUT_S)
+    process.wait_caught_up(bootstrap, [namespace + t for t in INPUT_TOPICS])
+    time.sleep(settle_s)
+    if process.metrics_port:
+        return rate
+    outputs = [namespace + (PASSTHROUGH_TOPIC if job == PASSTHROUGH else MEMORY_OPS)]
+    if job != PASSTHROUGH:
+        outputs.append(namespace + MEMORY_DLQ)
+    times = sorted(_first_outputs(namespace, read_stamped(bootstrap, outputs), job).values())
+    return backlog / max((times[-1] - times[0]) / 1000, 1e-3)
 
 
 def measure(
@@ -285,12 +217,13 @@ def measure(
     backlog: list[Event],
     paced: list[Event],
     *,
-    rate: float = 0.0,
-    share: float = 0.5,
+    rate: float,
     checkpoint_interval_s: float = 0.0,
 ) -> Result:
-    """Run ``job`` over the backlog, then ``paced`` at ``rate`` (0: ``share`` x its own rate)."""
-    namespace = f"bench.ingest.{uuid.uuid4().hex[:8]}."
+    """Run ``job`` over the backlog alone, then (with the sink) ``paced`` at ``rate``."""
+    settings = get_settings()
+    run_id = uuid.uuid4().hex[:8]
+    namespace = f"bench.ingest.{run_id}."
     _create_topics(bootstrap, namespace)
     inputs = [namespace + t for t in INPUT_TOPICS]
     outputs = (
@@ -301,69 +234,85 @@ def measure(
     # Flink's transactions commit with the checkpoint that also commits the
     # source offsets, in no fixed order: one more interval makes them visible.
     settle_s = checkpoint_interval_s + 2.0 if job == FLINK else 0.0
+    offered = rate
+    if job == FLINK:
+        # Spread the paced events over several checkpoints: a burst shorter
+        # than one interval would all wait for the same commit, and the
+        # percentiles would measure one moment.
+        offered = min(rate, len(paced) / (FLINK_PACED_CHECKPOINTS * checkpoint_interval_s))
     watcher = Watcher(
         bootstrap, outputs, lambda topic, value: _output_source(namespace, job, topic, value)
     )
+    store_namespace = f"bench{run_id}"
+    turns = (
+        None
+        if job == PASSTHROUGH
+        else TurnWatcher(settings.redis.url, store_namespace, dialogue_turns([*backlog, *paced]))
+    )
+    chroma_dir = Path(tempfile.mkdtemp(prefix="bench-ingest-chroma-"))
+    sink: Job | None = None
     try:
         publish(bootstrap, namespace, backlog, rate=None)
         process = _start(job, namespace, checkpoint_interval_s)
         try:
-            if process.metrics_port:
-                events_per_s = processing_rate(
-                    process.metrics_port, len(backlog), CATCH_UP_TIMEOUT_S
-                )
-            process.wait_caught_up(bootstrap, inputs)
-            time.sleep(settle_s)
-            if not process.metrics_port:
-                times = sorted(
-                    _first_outputs(namespace, read_stamped(bootstrap, outputs), job).values()
-                )
-                events_per_s = len(backlog) / max((times[-1] - times[0]) / 1000, 1e-3)
+            events_per_s = _backlog_rate(bootstrap, namespace, job, process, len(backlog), settle_s)
             backlog_sources = {_input_source(job, r) for r in read_stamped(bootstrap, inputs)}
-            offered = rate if rate > 0 else events_per_s * share
-            if job == FLINK:
-                # Spread the paced events over several checkpoints: a burst
-                # shorter than one interval would all wait for the same
-                # commit, and the percentiles would measure one moment.
-                offered = min(
-                    offered, len(paced) / (FLINK_PACED_CHECKPOINTS * checkpoint_interval_s)
-                )
+            if turns is not None:
+                sink = _start_sink(job, namespace, store_namespace, chroma_dir)
+                if not turns.wait_seen(
+                    dialogue_turns(backlog), CATCH_UP_TIMEOUT_S, sink.check_alive
+                ):
+                    raise RuntimeError(f"the sink did not apply the backlog; see {sink.log}")
             publish(bootstrap, namespace, paced, rate=offered)
             process.wait_caught_up(bootstrap, inputs)
             time.sleep(settle_s + 1.0)  # the watcher polls every 50 ms
-            seen = dict(watcher.first_seen_ms)
-            latencies = [
-                float(seen[source] - record.ts_ms)
-                for record in read_stamped(bootstrap, inputs)
-                if (source := _input_source(job, record)) not in backlog_sources and source in seen
+            if turns is not None and sink is not None:
+                turns.wait_seen(dialogue_turns(paced), STORE_SETTLE_S, sink.check_alive)
+            paced_records = [
+                r
+                for r in read_stamped(bootstrap, inputs)
+                if _input_source(job, r) not in backlog_sources
             ]
-            peak = process.peak_rss_mib()
-            return Result(job, len(backlog), events_per_s, offered, latencies, peak)
+            seen = dict(watcher.first_seen_ms)
+            result = Result(
+                job,
+                len(backlog),
+                events_per_s,
+                offered,
+                paced_events=len(paced_records),
+                ops_latencies_ms=[
+                    float(seen[source] - r.ts_ms)
+                    for r in paced_records
+                    if (source := _input_source(job, r)) in seen
+                ],
+                peak_rss_mib=process.peak_rss_mib(),
+            )
+            if turns is not None and sink is not None:
+                paced_turns = [r for r in paced_records if r.topic == namespace + DIALOGUE_EVENTS]
+                visible = turns.first_seen_ms()
+                result.paced_turns = len(paced_turns)
+                result.store_latencies_ms = [
+                    float(visible[key] - r.ts_ms)
+                    for r in paced_turns
+                    if (key := turn_key(r.value)) in visible
+                ]
+                result.sink_peak_rss_mib = sink.peak_rss_mib()
+            return result
         finally:
             process.stop()
+            if sink is not None:
+                sink.stop()
     finally:
         watcher.close()
+        if turns is not None:
+            turns.close()
+            drop_store_namespace(settings, store_namespace)
+        shutil.rmtree(chroma_dir, ignore_errors=True)
         mine = [t for t in kafka_admin.list_topics(bootstrap) if t.startswith(namespace)]
         kafka_admin.delete_topics(bootstrap, mine)
         if job == FLINK:  # its checkpoints, by job name (jobs/ingest_flink.py)
-            checkpoints = get_settings().state_dir / "flink" / "checkpoints"
+            checkpoints = settings.state_dir / "flink" / "checkpoints"
             shutil.rmtree(checkpoints / (namespace + FLINK_GROUP), ignore_errors=True)
-
-
-def report(results: Sequence[Result]) -> str:
-    """The results as a Markdown table."""
-    rows = [
-        "| job | backlog events | sustained events/s | offered rate (ev/s) "
-        "| paced events with output | p50 ms | p95 ms | p99 ms | peak RSS MiB |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
-    ]
-    for r in results:
-        rows.append(
-            f"| {r.job} | {r.events} | {r.events_per_s:,.0f} | {r.offered_rate:,.1f} "
-            f"| {len(r.latencies_ms)} | {r.percentile(0.5):,.0f} | {r.percentile(0.95):,.0f} "
-            f"| {r.percentile(0.99):,.0f} | {r.peak_rss_mib:,.0f} |"
-        )
-    return "\n".join(rows)
 
 
 def main() -> None:
@@ -372,26 +321,24 @@ def main() -> None:
     parser.add_argument(
         "--engines", default="faust,flink", help="comma-separated ingest engines: faust, flink"
     )
+    parser.add_argument(
+        "--rate",
+        type=float,
+        default=DEFAULT_RATE,
+        help="events/s offered in the paced phase, to every job (the Flink job's is capped "
+        f"so that the phase spans {FLINK_PACED_CHECKPOINTS} checkpoints) [default: %(default)s]",
+    )
     parser.add_argument("--repeat", type=int, default=3, help="copies of the sample as backlog")
     parser.add_argument("--latency-events", type=int, default=300, help="paced events per job")
-    parser.add_argument(
-        "--rate-share",
-        type=float,
-        default=0.5,
-        help="paced rate as a share of each engine's sustained rate "
-        "(the pass-through gets the Faust worker's rate)",
-    )
     parser.add_argument(
         "--flink-checkpoint-interval",
         type=float,
         default=None,
         help="seconds between the Flink job's checkpoints [default: settings, 30]",
     )
-    parser.add_argument("--passthrough", metavar="NAMESPACE", help=argparse.SUPPRESS)
     args = parser.parse_args()
-    if args.passthrough is not None:
-        run_passthrough(args.passthrough)
-        return
+    if args.rate <= 0:
+        parser.error("--rate must be positive")
     settings = get_settings()
     engines = [e.strip() for e in args.engines.split(",") if e.strip()]
     unknown = set(engines) - {"faust", "flink"}
@@ -401,19 +348,12 @@ def main() -> None:
     bootstrap = settings.kafka.bootstrap
     backlog = sample_events(args.repeat, "b")
     paced = sample_events(args.repeat, "p")[: args.latency_events]
-    results: list[Result] = []
+    results = [measure(bootstrap, PASSTHROUGH, backlog, paced, rate=args.rate)]
     if "faust" in engines:
-        ingest = measure(bootstrap, FAUST, backlog, paced, share=args.rate_share)
-        ceiling = measure(bootstrap, PASSTHROUGH, backlog, paced, rate=ingest.offered_rate)
-        results += [ceiling, ingest]
+        results.append(measure(bootstrap, FAUST, backlog, paced, rate=args.rate))
     if "flink" in engines:
         flink = measure(
-            bootstrap,
-            FLINK,
-            backlog,
-            paced,
-            share=args.rate_share,
-            checkpoint_interval_s=interval,
+            bootstrap, FLINK, backlog, paced, rate=args.rate, checkpoint_interval_s=interval
         )
         flink.job = f"{FLINK}, checkpoint every {interval:g} s"
         results.append(flink)
