@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from pipelines.extract import vocabulary as vocab
@@ -27,16 +27,22 @@ DISLIKE_VERBS = frozenset({"hate", "dislike", "detest"})
 # (polarity.EXTRA_TERMS), which negates the object, so it must not flip again.
 REFUSING_VERBS = frozenset({"avoid"})
 # Verbs that only say something about preference when negated: "I don't want X".
-NEGATED_ONLY_VERBS = frozenset({"want", "need", "read", "watch", "use"})
+NEGATED_ONLY_VERBS = frozenset({"want", "need", "read", "watch", "use", "do"})
+NEGATED_ONLY_VERBS |= frozenset({"swallow", "tolerate"})
+# Only a wish, negated: "I'd rather not get paper bills" (not "I haven't got the parcel").
+WISHED_ONLY_VERBS = frozenset({"get", "receive"})
+WISH_MARKERS = frozenset({"rather", "'d", "would"})
 # Adjective/noun heads with a preposition: "fan of X", "interested in X", "allergic to X".
 PREP_HEADS = {("fan", "of"): "likes", ("interested", "in"): "likes", ("allergic", "to"): "allergy"}
-PREP_HEADS |= {("keen", "on"): "likes"}
+PREP_HEADS |= {("keen", "on"): "likes", ("mind", "about"): "likes"}
 # Things one arranges rather than likes: "I'd like the installation on Wednesday".
 ARRANGEMENT_NOUNS = frozenset(
     {"installation", "delivery", "call", "callback", "appointment", "visit", "booking"}
 )
 PLAN_NOUNS = frozenset({"plan", "tariff", "contract", "subscription"})
-PLAN_VERBS = frozenset({"switch", "upgrade", "downgrade"})
+PLAN_VERBS = frozenset({"switch", "upgrade", "downgrade", "drop"})
+# "avoid anything with bleach": the thing is what "anything" is qualified by.
+WHOLE_PRONOUNS = frozenset({"anything", "something", "everything"})
 # Object tokens that are not a thing one likes.
 DROP_OBJECT_DEPS = frozenset({"det", "poss", "predet", "case"})
 PAST_TIME_MARKERS = frozenset({"since", "ago", "last", "yesterday", "earlier"})
@@ -46,6 +52,7 @@ ORDER_STATUS = (
     (re.compile(r"\bhas been dispatched\b|\bwas dispatched\b", re.IGNORECASE), "dispatched"),
     (re.compile(r"\bhas been delivered\b|\bwas delivered\b", re.IGNORECASE), "delivered"),
     (re.compile(r"\brefund is on its way\b|\bhas been refunded\b", re.IGNORECASE), "refunded"),
+    (re.compile(r"\bout for delivery\b", re.IGNORECASE), "out for delivery"),
 )
 
 
@@ -61,13 +68,23 @@ class Candidate:
     reverse: bool = False  # "hate X", "can't stand X": polarity flips once
 
 
+def liked(value: str, span: Any, reverse: bool = False, explicit: bool = True) -> Candidate:
+    """A thing (not) liked; a contact channel when it names one ("a text would be great")."""
+    if value in vocab.CHANNEL_NOUNS:
+        return Candidate("contact_channel", vocab.CHANNEL_NOUNS[value], span, "CHANNEL", explicit)
+    return Candidate("likes", value, span, "ITEM", explicit, reverse=reverse)
+
+
 def _lemmas(tokens: Any) -> set[str]:
     return {t.lemma_.lower() for t in tokens} | {t.lower_ for t in tokens}
 
 
-def _scope_topic(scope: Any, is_agent: bool, committed: bool) -> str | None:
-    """The time topic the cue words of ``scope`` name, or None."""
-    lemmas = _lemmas(scope)
+def _scope_topic(scope: Any, is_agent: bool, committed: bool, span: Any) -> str | None:
+    """The time topic the cue words of ``scope`` outside the time ``span`` name, or None.
+
+    The time's own words are no cue: "next month" is not a payment date.
+    """
+    lemmas = _lemmas([t for t in scope if not span.start <= t.i < span.end])
     predicate = vocab.time_topic(lemmas)
     if predicate == "contact_time" and is_agent and committed:
         return "callback_time"
@@ -86,49 +103,83 @@ def _self_arrival(scope: Any) -> bool:
     )
 
 
-def time_predicate(
-    span: Any, is_agent: bool, committed: bool, topic: str | None = None
-) -> tuple[str, bool]:
-    """The predicate a TIME belongs to: cues in its clause, ``topic``, its sentence's cues.
+@dataclass(frozen=True)
+class TopicHints:
+    """What the session's earlier turns say a cue-less time, town or number is about.
 
-    ``topic`` is the time topic earlier turns set (``DialogueContext``): "Sunday
+    ``topic``: the last time-topic cue, within a few turns; ``standing_topic``:
+    the last one of the session, or of the user's previous session, with no
+    expiry; ``place_topic``: travel or address, from the last town; ``number_topic``:
+    door code, meter reading or phone number, from a question or announcement.
+    """
+
+    topic: str | None = None
+    standing_topic: str | None = None
+    place_topic: str | None = None
+    number_topic: str | None = None
+
+
+def time_predicate(
+    span: Any, is_agent: bool, committed: bool, hints: TopicHints, trip: bool = False
+) -> tuple[str, bool]:
+    """The predicate a TIME belongs to: cues in its clause, ``hints.topic``, its sentence's cues.
+
+    ``hints.topic`` is the time topic earlier turns set (``DialogueContext``): "Sunday
     morning." after "When should we deliver?" is a delivery time. It outranks a
     cue in another clause of the sentence ("I can't come on Monday, I'm
     travelling to Paris" while rescheduling an appointment). A topic from
-    context is a guess, so it is not ``explicit``.
+    context is a guess, so it is not ``explicit``. ``trip``: the clause names a
+    town the speaker goes to ("I'm going to Lisbon on Friday"), so a time
+    without a cue of its own is the trip's. Without any of these, the session's
+    standing topic ("Friday doesn't work anymore" in a follow-up about an
+    installation) comes before the default.
     """
-    clause = _scope_topic(clause_of(span), is_agent, committed)
+    clause = _scope_topic(clause_of(span), is_agent, committed, span)
     if clause is not None:
         return clause, True
-    if topic is not None:
-        return topic, False
-    sentence = _scope_topic(span.sent, is_agent, committed)
+    if trip:
+        return "travel_time", True
+    if hints.topic is not None:
+        return hints.topic, False
+    sentence = _scope_topic(span.sent, is_agent, committed, span)
     if sentence is not None:
         return sentence, True
-    return vocab.DEFAULT_TIME_PREDICATE, False
+    return hints.standing_topic or vocab.DEFAULT_TIME_PREDICATE, False
 
 
 def ner_candidates(
     sent: Any,
     spans: list[Any],
     is_agent: bool,
-    topic: str | None = None,
-    place_topic: str | None = None,
+    hints: TopicHints = TopicHints(),
 ) -> Iterator[Candidate]:
     """Candidates from the Flair spans (TIME, PLACE, NUMBER) of one sentence.
 
-    ``topic`` and ``place_topic`` come from the session's earlier turns: what a
-    cue-less time or town ("Update: it's Montreal, not Toronto.") is about.
+    ``hints`` come from the session's earlier turns: what a cue-less time, town
+    ("Update: it's Montreal, not Toronto.") or number ("It's 2291." after "The
+    code for your door?") is about.
     """
+    topic, place_topic, number_topic = hints.topic, hints.place_topic, hints.number_topic
     lemmas = _lemmas(sent)
     committed = any(span.label_ == "COMMITMENT" for span in spans)
     taken: list[Any] = []  # cleaned PLACE spans so far (the tagger's spans are in text order)
     # In a session about a trip, a cue-less time is the trip's ("Probably in July.").
-    fallback_topic = topic or ("travel_time" if place_topic == "travel" else None)
+    trip_topic = "travel_time" if place_topic == "travel" else None
+    time_hints = replace(hints, topic=topic or trip_topic)
+    towns = [s for s in spans if s.label_ == "PLACE" and not s.text[:1].isdigit()]
+    towns = towns if lemmas & vocab.TRAVEL_CUES else []
     for span in spans:
         if span.label_ == "TIME":
-            predicate, explicit = time_predicate(span, is_agent, committed, fallback_topic)
-            for part in time_parts(span):
+            parts = time_parts(span)
+            if not parts:
+                continue
+            # The tagger's span may reach over a cue ("make the delivery 2pm"): the
+            # time words proper are what is not a cue.
+            core = span.doc[parts[0].start : parts[-1].end]
+            clause = clause_of(core)
+            trip = any(clause.start <= t.start and t.end <= clause.end for t in towns)
+            predicate, explicit = time_predicate(core, is_agent, committed, time_hints, trip)
+            for part in parts:
                 before = span.doc[part.start - 1].lower_ if part.start > sent.start else ""
                 value = vocab.canonical_time(part.text)
                 words = set(value.split())
@@ -169,10 +220,15 @@ def ner_candidates(
                 yield Candidate(
                     "meter_reading", vocab.canonical_code(number.text), number, "NUMBER"
                 )
-            elif vocab.is_phone_like(number.text) and lemmas & vocab.PHONE_CUES:
+            elif vocab.is_phone_like(number.text) and (
+                lemmas & vocab.PHONE_CUES or number_topic == "phone_number"
+            ):
                 yield Candidate(
                     "phone_number", vocab.canonical_phone(number.text), number, "NUMBER"
                 )
+            elif number_topic in {"door_code", "meter_reading"}:
+                value = vocab.canonical_code(number.text)
+                yield Candidate(number_topic, value, number, "NUMBER", explicit=False)
 
 
 def _regex_spans(sent: Any, text: str, regex: re.Pattern[str]) -> Iterator[tuple[Any, str]]:
@@ -194,7 +250,10 @@ def _word(text: str) -> re.Pattern[str]:
 LEXICON: tuple[tuple[str, str, re.Pattern[str], str | None], ...] = (
     ("email", "EMAIL", vocab.EMAIL, None),
     *(("diet", "DIET", _word(diet), diet) for diet in vocab.DIETS),
-    *(("payment_method", "PAYMENT", _word(n), v) for n, v in vocab.PAYMENT_METHODS.items()),
+    *(
+        ("payment_method", "PAYMENT", re.compile(method, re.IGNORECASE), value)
+        for method, value in vocab.PAYMENT_METHODS.items()
+    ),
     *(
         ("contact_channel", "CHANNEL", re.compile(channel, re.IGNORECASE), value)
         for channel, value in vocab.CONTACT_CHANNELS.items()
@@ -215,7 +274,16 @@ def lexicon_candidates(sent: Any, is_agent: bool) -> Iterator[Candidate]:
 
 
 def object_phrase(token: Any) -> tuple[Any, str] | None:
-    """The noun phrase headed by ``token``, canonical: "spicy dishes" -> "spicy dish"."""
+    """The noun phrase headed by ``token``, canonical: "spicy dishes" -> "spicy dish".
+
+    A gerund ("avoid flying") is its own word: its lemma would name the act.
+    """
+    if (
+        token.tag_ == "VBG"
+        and token.dep_ in {"xcomp", "dobj"}
+        and token.head.lemma_.lower() in (REFUSING_VERBS | DISLIKE_VERBS)
+    ):
+        return token.doc[token.i : token.i + 1], token.lower_
     if token.pos_ not in {"NOUN", "PROPN", "ADJ"}:
         return None
     words = [t for t in token.subtree if t.i <= token.i and t.dep_ not in DROP_OBJECT_DEPS]
@@ -229,14 +297,24 @@ def object_phrase(token: Any) -> tuple[Any, str] | None:
 
 def _objects(head: Any) -> Iterator[Any]:
     for child in head.children:
-        if child.dep_ in {"dobj", "attr", "pobj"}:
+        if child.dep_ in {"dobj", "attr", "pobj"} and child.lower_ in WHOLE_PRONOUNS:
+            yield from (o for p in child.children if p.lower_ == "with" for o in _objects(p))
+        elif child.dep_ in {"dobj", "attr", "pobj"}:
             yield child
             yield from (c for c in child.children if c.dep_ == "conj")
+        elif child.dep_ == "xcomp" and child.tag_ == "VBG":
+            yield child
 
 
 def _speaker_is_self(verb: Any) -> bool:
     subjects = [c for c in verb.children if c.dep_ in {"nsubj", "nsubjpass"}]
     return not subjects or subjects[0].lower_ in {"i", "we"}
+
+
+def _in_lexicon(token: Any) -> bool:
+    """Whether a closed list (payment method, channel, diet) names the token's phrase."""
+    phrase = token.doc[token.left_edge.i : token.i + 1].text
+    return any(regex.search(phrase) for _, _, regex, _ in LEXICON)
 
 
 def _arrangement(token: Any) -> bool:
@@ -257,18 +335,27 @@ def dependency_candidates(sent: Any) -> Iterator[Candidate]:
                 reverse = lemma in DISLIKE_VERBS
             elif (
                 (lemma in NEGATED_ONLY_VERBS and negated_verb)
+                or (
+                    lemma in WISHED_ONLY_VERBS
+                    and negated_verb
+                    and any(c.lower_ in WISH_MARKERS for c in token.children)
+                )
                 or (lemma in SELF_LIKE_VERBS and said_by_self)
                 or lemma in REFUSING_VERBS
             ):
                 reverse = False
             elif lemma in PLAN_VERBS:
-                for prep in (c for c in token.children if c.lower_ == "to"):
+                # "drop down to 10GB": the "to" may hang off the particle.
+                heads = [token, *(c for c in token.children if c.dep_ == "prt")]
+                for prep in (c for h in heads for c in h.children if c.lower_ == "to"):
                     for obj in _objects(prep):
                         # "switch to the premium plan" is read by the plan-noun rule below.
-                        if obj.lemma_.lower() in PLAN_NOUNS:
+                        # "switched to PayPal" is a payment method, read by the lexicon.
+                        if obj.lemma_.lower() in PLAN_NOUNS or _in_lexicon(obj):
                             continue
                         if (phrase := object_phrase(obj)) is not None and not _arrangement(obj):
-                            yield Candidate("plan", phrase[1], phrase[0], "PLAN")
+                            plan = vocab.canonical_plan(phrase[1])
+                            yield Candidate("plan", plan, phrase[0], "PLAN")
                 continue
             else:
                 continue
@@ -278,19 +365,26 @@ def dependency_candidates(sent: Any) -> Iterator[Candidate]:
                 # calls": an arrangement or a time, which the time rules read.
                 if phrase is None or _arrangement(obj):
                     continue
-                predicate = "plan" if obj.lemma_.lower() in PLAN_NOUNS else "likes"
-                yield Candidate(predicate, phrase[1], phrase[0], "ITEM", reverse=reverse)
+                if obj.lemma_.lower() in PLAN_NOUNS:
+                    plan = vocab.canonical_plan(phrase[1])
+                    yield Candidate("plan", plan, phrase[0], "ITEM", reverse=reverse)
+                else:
+                    yield liked(phrase[1], phrase[0], reverse)
         for prep in (c for c in token.children if c.dep_ == "prep"):
             head_predicate = PREP_HEADS.get((lemma, prep.lower_))
             if head_predicate is None:
                 continue
             for obj in _objects(prep):
-                if (phrase := object_phrase(obj)) is not None:
+                if (phrase := object_phrase(obj)) is None:
+                    continue
+                if head_predicate == "likes":
+                    yield liked(phrase[1], phrase[0])
+                else:
                     yield Candidate(head_predicate, phrase[1], phrase[0], "ITEM")
         # "a new electricity tariff" is asked for, not held: only a definite plan is one.
         indefinite = any(c.lower_ in {"a", "an"} for c in token.children)
         if lemma in {"plan", "tariff"} and token.pos_ == "NOUN" and not indefinite:
-            mods = [c for c in token.children if c.dep_ in {"amod", "compound"}]
+            mods = [c for c in token.children if c.dep_ in {"amod", "compound", "nummod"}]
             if mods:
                 span = token.doc[min(m.i for m in mods) : token.i]
-                yield Candidate("plan", span.text.lower(), span, "PLAN")
+                yield Candidate("plan", vocab.canonical_plan(span.text), span, "PLAN")

@@ -28,7 +28,8 @@ TOPIC_TTL_TURNS = 4
 # A user turn that opens with one of these accepts what the agent just offered;
 # a hedged yes ("Probably.", "I think so") accepts it with a hedge's confidence.
 AFFIRMATION = re.compile(
-    r"^\s*(?:yes|yeah|yep|sure|ok(?:ay)?|fine|perfect|great|sounds good|that works"
+    r"^\s*(?:(?:hmm+|um+|uh+|oh|well|ah|right)\W+)?"
+    r"(?:yes|yeah|yep|sure|ok(?:ay)?|fine|perfect|great|sounds good|that works"
     r"|that'?s fine|that suits me|go ahead|please do|deal|probably|possibly|maybe|perhaps"
     r"|i think so|i guess so)\b(?![^.!?]*\b(?:but|not|n't)\b)",
     re.IGNORECASE,
@@ -44,6 +45,15 @@ CHOICE_QUESTION = re.compile(
 )
 
 
+# An agent offer made as a statement ("I can offer Thursday at 9am.", "We could
+# come on Monday."): a yes accepts it as it accepts a question. A plain statement
+# ("Thursday at 11am then.") is only acknowledged by a yes.
+OFFER_STATEMENT = re.compile(
+    r"\b(?:i|we) (?:can|could) (?:offer|do|come|send|book|fit you in)\b|\b(?:how|what) about\b",
+    re.IGNORECASE,
+)
+
+
 class OfferedFact(Frozen):
     """One affirmed fact the agent offered in its last turn (before any user answer)."""
 
@@ -55,14 +65,27 @@ class DialogueContext(Frozen):
     """What the extractor remembers between turns of one session."""
 
     session_id: str
+    user_id: str | None = Field(default=None, description="Whose session (None: unknown).")
     turn_index: int = Field(default=-1, description="Index of the last turn seen.")
     topic: str | None = Field(default=None, description="Predicate of the last time-topic cue.")
     topic_turn: int = Field(default=-1, description="Turn index where ``topic`` was cued.")
+    standing_topic: str | None = Field(
+        default=None,
+        description="The predicate of the first time stated in the user's "
+        "conversation (carried into the next session); never expires.",
+    )
     place_topic: str | None = Field(
         default=None, description="Predicate (travel, address) of the last place fact."
     )
     offers: list[OfferedFact] = Field(default_factory=list)
-    agent_asked: bool = Field(default=False, description="The last agent turn asked a question.")
+    agent_asked: bool = Field(
+        default=False, description="The last agent turn asked a question or made an offer."
+    )
+    number_topic: str | None = Field(
+        default=None,
+        description="What a bare number answers: the last turns asked for or announced "
+        "a door code, meter reading or phone number.",
+    )
     agent_asked_choice: bool = Field(
         default=False, description="That question asked for a choice or preference."
     )
@@ -80,6 +103,44 @@ def turn_topic(doc: Any) -> str | None:
     return vocab.time_topic({t.lemma_.lower() for t in doc} | {t.lower_ for t in doc})
 
 
+def new_session(event: DialogueEvent, previous: DialogueContext | None) -> DialogueContext:
+    """The context of a session's first turn: the user's last topic stands."""
+    standing = previous.standing_topic if previous is not None else None
+    return DialogueContext(
+        session_id=event.session_id, user_id=event.user_id, standing_topic=standing
+    )
+
+
+def number_topic(question: str) -> str | None:
+    """The predicate a bare number answering ``question`` has ("The code for your door?")."""
+    words = set(re.findall(r"[a-z]+", question.lower()))
+    if words & vocab.CODE_CUES:
+        return "door_code"
+    if words & vocab.METER_CUES:
+        return "meter_reading"
+    if words & vocab.PHONE_CUES:
+        return "phone_number"
+    return None
+
+
+def _number_topic_after(
+    context: DialogueContext, event: DialogueEvent, facts: list[ExtractedFact]
+) -> str | None:
+    """What a bare number in the next turn answers.
+
+    Set by a turn that names a code, meter or phone number without giving one
+    (the agent asking "The code for your door?", the user announcing "I want to
+    give you a meter reading."); an agent turn without a cue of its own ("Sure,
+    go ahead.") keeps it for the user's next turn; anything else ends it.
+    """
+    if any("NUMBER" in f.fields for f in facts):
+        return None
+    cued = number_topic(event.text)
+    if cued is not None:
+        return cued
+    return context.number_topic if event.role is Role.AGENT else None
+
+
 def is_affirmation(text: str) -> bool:
     """A plain yes to the previous offer ("Yes please.", "That works for me.")."""
     return AFFIRMATION.search(text) is not None
@@ -95,6 +156,12 @@ def advance(
     update: dict[str, Any] = {"turn_index": event.turn_index}
     if topic is not None:
         update |= {"topic": topic, "topic_turn": event.turn_index}
+    # What the conversation is about is the first time it fixed: later cues are
+    # asides ("I'm away that week") far more often than a change of subject, and
+    # a cue word without a time ("my router stopped working") fixes nothing yet.
+    times = [f.predicate for f in facts if "TIME" in f.fields]
+    if context.standing_topic is None and times:
+        update["standing_topic"] = times[0]
     if facts:
         update["last_predicate"] = facts[-1].predicate
     places = [f.predicate for f in facts if "PLACE" in f.fields]
@@ -106,11 +173,18 @@ def advance(
             for f in facts
             if f.polarity is Polarity.AFFIRMED
         ]
-        update["agent_asked"] = "?" in event.text
+        update["agent_asked"] = "?" in event.text or bool(OFFER_STATEMENT.search(event.text))
         update["agent_asked_choice"] = "?" in event.text and bool(
             CHOICE_QUESTION.search(event.text)
         )
+        # "Sure, go ahead." keeps the user's own "I want to give you a meter reading".
+        update["number_topic"] = _number_topic_after(context, event, facts)
     else:
         # The user answered: an offer is accepted (or not) once.
-        update |= {"offers": [], "agent_asked": False, "agent_asked_choice": False}
+        update |= {
+            "offers": [],
+            "agent_asked": False,
+            "agent_asked_choice": False,
+            "number_topic": _number_topic_after(context, event, facts),
+        }
     return context.model_copy(update=update)

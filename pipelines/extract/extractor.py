@@ -9,11 +9,18 @@ from typing import Any
 from pipelines.extract import vocabulary as vocab
 from pipelines.extract.candidates import (
     Candidate,
+    TopicHints,
     dependency_candidates,
     lexicon_candidates,
     ner_candidates,
 )
-from pipelines.extract.context import DialogueContext, advance, is_affirmation, turn_topic
+from pipelines.extract.context import (
+    DialogueContext,
+    advance,
+    is_affirmation,
+    new_session,
+    turn_topic,
+)
 from pipelines.extract.fragments import evaluation_candidates, fragment_candidates
 from pipelines.extract.polarity import (
     SPAN_KEY,
@@ -120,8 +127,10 @@ class FactExtractor:
             per_turn.setdefault(i, []).append((sent, ner))
         results: list[list[ExtractedFact]] = [[] for _ in pairs]
         updated = dict(contexts)
+        # The user's latest session context (``contexts`` is in least-recently-used order).
+        latest = {c.user_id: c for c in contexts.values() if c.user_id is not None}
         for i, (event, parsed) in enumerate(pairs):
-            context = updated.get(event.session_id) or DialogueContext(session_id=event.session_id)
+            context = updated.get(event.session_id) or new_session(event, latest.get(event.user_id))
             if i in per_turn:
                 results[i] = self._turn_facts(event, parsed, per_turn[i], context)
             # Only an offer made as a question is accepted by a yes; a yes after an
@@ -138,6 +147,7 @@ class FactExtractor:
             times = [f.predicate for f in results[i] if "TIME" in f.fields]
             topic = times[0] if times else turn_topic(docs[i]) if i in docs else None
             updated[event.session_id] = advance(context, event, results[i], topic)
+            latest[event.user_id] = updated[event.session_id]
         return results, updated
 
     def _turn_facts(
@@ -148,10 +158,15 @@ class FactExtractor:
         context: DialogueContext,
     ) -> list[ExtractedFact]:
         is_agent = event.role is Role.AGENT
-        topic = context.topic_for(event.turn_index)
+        hints = TopicHints(
+            topic=context.topic_for(event.turn_index),
+            standing_topic=context.standing_topic,
+            place_topic=context.place_topic,
+            number_topic=context.number_topic,
+        )
         found_per_sentence = []
         for sent, ner in sentences:
-            found = list(ner_candidates(sent, ner, is_agent, topic, context.place_topic))
+            found = list(ner_candidates(sent, ner, is_agent, hints))
             found += lexicon_candidates(sent, is_agent)
             found += dependency_candidates(sent)
             found += fragment_candidates(

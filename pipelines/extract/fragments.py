@@ -11,13 +11,13 @@ from collections.abc import Iterator
 from typing import Any
 
 from pipelines.extract import vocabulary as vocab
-from pipelines.extract.candidates import Candidate
+from pipelines.extract.candidates import Candidate, liked
 from pipelines.extract.spans import is_time_core
 
 LOCATIVE = frozenset({"at", "in", "on", "from", "near"})
 # Words that open a "not X" fragment; "no"/"not"/"never" are also what the
 # negation detectors read, "without" and "nor" are added by EXTRA_TERMS.
-FRAGMENT_NEGATORS = frozenset({"no", "not", "never", "without", "nor", "neither"})
+FRAGMENT_NEGATORS = frozenset({"no", "not", "never", "without", "nor", "neither", "none"})
 FRAGMENT_DROP = FRAGMENT_NEGATORS | {"any", "some", "more", "the", "a", "an"}
 # Parts of speech that end a fragment's lead-in ("Yes, only ...", "Probably ...").
 FRAGMENT_BREAK_POS = frozenset({"INTJ", "ADV", "PUNCT", "CCONJ", "DET", "PRON"})
@@ -95,8 +95,16 @@ def fragment_candidates(
             default=chunk.start,
         )
         root = chunk.root
-        # "I'm not at the office": a place the speaker is (not) at, not a thing liked.
-        if start > root.i or (root.dep_ == "pobj" and root.head.lower_ in LOCATIVE):
+        # "I'm not at the office": a place the speaker is (not) at, not a thing liked;
+        # "Neither my sister nor I eat dairy": a subject is who, not what.
+        if (
+            start > root.i
+            or (root.dep_ == "pobj" and root.head.lower_ in LOCATIVE)
+            or (
+                root.dep_ == "nsubj"
+                and any(c.dep_ == "conj" and c.pos_ == "PRON" for c in root.children)
+            )
+        ):
             continue
         span = chunk.doc[start : root.i + 1]
         if not _fragment_head(span):
@@ -105,7 +113,7 @@ def fragment_candidates(
         negated = any(t.lower_ in FRAGMENT_NEGATORS for t in before)
         if negated or (verbless and answers_question):
             value = f"{chunk.doc[start : root.i].text.lower()} {root.lemma_.lower()}".strip()
-            yield Candidate("likes", value, span, "ITEM", explicit=False)
+            yield liked(value, span, explicit=False)
 
 
 # Praise that says the speaker likes the subject: "Black is good.", "The Rioja was
@@ -138,4 +146,4 @@ def evaluation_candidates(sent: Any, taken: list[Any]) -> Iterator[Candidate]:
         if any(span.start < s.end and s.start < span.end for s in taken):
             continue
         value = f"{subject.doc[words[0].i : subject.i].text.lower()} {subject.lemma_.lower()}"
-        yield Candidate("likes", value.strip(), span, "ITEM", explicit=False)
+        yield liked(value.strip(), span, explicit=False)

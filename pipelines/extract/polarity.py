@@ -58,6 +58,9 @@ EXTRA_TERMS: dict[str, list[str]] = {
         "unable to do",
         "no longer do",
         "can no longer do",
+        "scratch",
+        "changed my mind about",
+        "change my mind about",
     ],
     "following_negations": [
         "doesn't work",
@@ -106,6 +109,8 @@ EXTRA_TERMS: dict[str, list[str]] = {
         "wouldn't work",
         "does not work",
         "do not work",
+        "is no use",
+        "are no use",
     ],
     "pseudo_negations": [
         "not sure",
@@ -153,6 +158,15 @@ _NEGATORS = frozenset({"no", "not", "never", "without", "nor", "except"})
 _CLAUSE_BREAKS = frozenset({",", ";", "but", "only", "except", "however", "though"})
 _WHOLES = frozenset({"anything", "everything", "day", "time", "all"})
 
+
+def _with_contractions(terms: dict[str, list[str]]) -> dict[str, list[str]]:
+    """Each "is ..." following cue also as "'s ...": spaCy splits "Monday's no good"."""
+    following = terms["following_negations"]
+    contracted = ["'s " + term[3:] for term in following if term.startswith("is ")]
+    return terms | {"following_negations": following + contracted}
+
+
+EXTRA_TERMS = _with_contractions(EXTRA_TERMS)
 
 # negspacy ends a negation's scope at "except"; here it opens one ("any day except Wednesday").
 REMOVED_TERMS: dict[str, list[str]] = {"termination": ["except"]}

@@ -27,6 +27,8 @@ ARRANGING_VERBS = frozenset(
     {"book", "schedule", "reschedule", "arrange", "change", "move", "set", "confirm", "agree"}
 )
 ARRANGING_VERBS |= frozenset({"say", "tell", "mention", "ask", "mean"})
+# A participle under one of these is something wanted done later, not a past event.
+WANTING_VERBS = frozenset({"like", "want", "need", "prefer", "have", "get"})
 SELF = frozenset({"i", "we"})
 # Words that say the speaker cannot be reached at a time ("I'm away on Monday").
 UNAVAILABLE = frozenset({"away", "busy", "unavailable", "occupied"})
@@ -54,7 +56,11 @@ def _subject(verb: Any) -> Any | None:
 def is_schedule_time(span: Any) -> bool:
     """False for a time of the user's work, of a plan change, or of a past event."""
     verb = governing_verb(span)
-    if verb is None:
+    # "Friday, I got my days mixed up": a verb after a comma starts another
+    # clause, however the parser attached the time.
+    if verb is None or (
+        verb.i >= span.end and any(t.text == "," for t in span.doc[span.end : verb.i])
+    ):
         return True
     lemma = verb.lemma_.lower()
     subject = _subject(verb)
@@ -75,7 +81,15 @@ def is_schedule_time(span: Any) -> bool:
     # with no auxiliary: "will be delivered on Monday" has one and is to come).
     auxiliaries = [c for c in verb.children if c.dep_ in {"aux", "auxpass"}]
     past = verb.tag_ == "VBD" and subject is not None
-    return not (past or (verb.tag_ == "VBN" and not auxiliaries and subject is None))
+    return not (
+        past or (verb.tag_ == "VBN" and not auxiliaries and subject is None and not _wanted(verb))
+    )
+
+
+def _wanted(participle: Any) -> bool:
+    """Wanted done later: "(I'd like) the payment taken on the 1st", "want it delivered"."""
+    heads = [participle.head, participle.head.head]
+    return any(h.lemma_.lower() in WANTING_VERBS for h in heads if h is not participle)
 
 
 def describes_offering(sent: Any) -> bool:

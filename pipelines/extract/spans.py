@@ -40,7 +40,9 @@ _DURATION_COUNTS = frozenset({"more", "extra", "another", "few", "couple"})
 # Inside one TIME span these words start a second time: "Monday at 10am", "Monday after 3pm";
 # "Friday instead of Saturday", "June 3 to June 7", "Friday this week" are split too.
 _TIME_SPLIT = frozenset({"at", "and", "or", "nor", "instead", "of", "rather", "than", "to", "this"})
-_TIME_SPLIT_KEEP = frozenset({"before", "after"})
+# "2pm today", "5am tomorrow": a clock time and a day are two facts (the dev set's
+# convention), and "today" alone is too vague to keep.
+_TIME_SPLIT_KEEP = frozenset({"before", "after", "today", "tonight", "tomorrow"})
 
 
 def is_time_core(token: Any) -> bool:
@@ -173,7 +175,9 @@ TIME_GAZETTEER = re.compile(
     rf"\b(?:(?:before|after|until)\s+(?:{_CLOCK}|\d{{1,2}}(?!\d)|noon|midnight)"
     rf"|{_DAY}(?:\s+{_PART})?|weekends?|weekdays?|{_CLOCK}|tonight|tomorrow(?:\s+{_PART})?"
     rf"|{_MONTH}(?:\s+\d{{1,2}}(?:st|nd|rd|th)?)?"
-    rf"|(?<=in the )(?:{_PART})|(?<=at )night|working hours)\b",
+    rf"|(?<=in the )(?:{_PART})|(?<=at )night|working hours"
+    # "the 26th" is a day of the month; "the 3rd floor" is not.
+    rf"|(?<=the )\d{{1,2}}(?:st|nd|rd|th)(?!\s+(?:floor|time|row|place|edition)))\b",
     re.IGNORECASE,
 )
 

@@ -58,7 +58,9 @@ TIME_TOPICS: tuple[tuple[str, frozenset[str]], ...] = (
     ("installation_time", frozenset({"install", "installation", "installer", "fibre", "router"})),
     (
         "delivery_time",
-        frozenset({"deliver", "delivery", "ship", "parcel", "arrive", "courier", "send"}),
+        # "order" in dialogue is almost always something sent to the user ("Maybe
+        # I'll order on Sunday evening"), far more often than a table booking.
+        frozenset({"deliver", "delivery", "ship", "parcel", "arrive", "courier", "send", "order"}),
     ),
     (
         "contact_time",
@@ -72,7 +74,10 @@ TIME_TOPICS: tuple[tuple[str, frozenset[str]], ...] = (
             {"fly", "flight", "travel", "trip", "holiday", "hotel", "stay", "abroad"}
         ),
     ),
-    ("payment_date", frozenset({"pay", "payment", "debit", "invoice", "bill", "month"})),
+    (
+        "payment_date",
+        frozenset({"pay", "payment", "debit", "invoice", "bill", "month", "fee", "payday"}),
+    ),
     # Last: the default predicate, listed so a booking cue resets a turn-context topic.
     (
         "appointment_time",
@@ -91,6 +96,7 @@ def time_topic(lemmas: set[str]) -> str | None:
 
 
 PHONE_CUES = frozenset({"number", "phone", "mobile", "call", "reach", "text", "landline", "cell"})
+PHONE_CUES |= frozenset({"ring"})
 CODE_CUES = frozenset({"code"})
 METER_CUES = frozenset({"meter", "reading"})
 ADDRESS_CUES = frozenset({"live", "address", "move", "moved", "home", "flat", "office", "house"})
@@ -100,19 +106,30 @@ TRAVEL_CUES |= frozenset({"head", "heading"})
 
 # Closed lists for objects that are not NER spans.
 DIETS = ("gluten-free", "vegetarian", "vegan", "pescatarian", "halal", "kosher", "lactose-free")
+# Pattern -> canonical method. A bare "card" is a payment method only after "by"
+# or "with (my) card": "gift card", "SIM card" and "card reader" are not.
 PAYMENT_METHODS = {
-    "credit card": "credit card",
-    "debit card": "debit card",
-    "paypal": "paypal",
-    "cash": "cash",
-    "bank transfer": "bank transfer",
+    r"\bcredit cards?\b": "credit card",
+    r"\bdebit cards?\b": "debit card",
+    r"\b(?:by|with)(?: my| a)? card\b": "card",
+    r"\bdirect debits?\b": "direct debit",
+    r"\bpaypal\b": "paypal",
+    r"\bcash\b": "cash",
+    r"\bbank transfers?\b": "bank transfer",
 }
 CONTACT_CHANNELS = {
-    r"\btext(?:s|ed)? me\b|\btext messages?\b|\bsms\b": "sms",
-    r"\b(?:by|via) e-?mail\b|\be-?mail (?:is better|only)\b": "email",
+    r"\btext(?:s|ed)? me\b|\btext (?:messages?|alerts?)\b|\btexts\b|\bsms\b": "sms",
+    r"\b(?:by|via) e-?mail\b|\be-?mail (?:is better|only)\b"
+    r"|\be-?mail me\b(?! (?:any |the )?newsletters?)"
+    r"|\be-?mail(?:'s| is) (?:fine|best|great|good)\b": "email",
+    # "a call is better", "phone calls are fine": the channel, not a time ("call me at 5").
+    r"\b(?:a|phone) calls? (?:is|are|would be) (?:better|fine|best)\b": "call",
     r"\bpaper letters?\b|\bby post\b|\bletters\b": "letter",
     r"\bnewsletters?\b": "newsletter",
 }
+# A channel named as a thing liked ("a text on the day would be great") is the channel.
+CHANNEL_NOUNS = {"text": "sms", "sms": "sms", "email": "email", "e-mail": "email"}
+CHANNEL_NOUNS |= {"call": "call", "phone call": "call", "letter": "letter", "post": "letter"}
 EMAIL = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
 
 _TIME_PLURALS = {
@@ -147,6 +164,14 @@ def canonical_time(text: str) -> str:
     value = _TIME_DROP.sub("", value.strip(" .,!?;:")).strip()
     value = _NEXT_DAY.sub("", _TIME_DROP.sub("", value)).strip()
     return " ".join(_TIME_PLURALS.get(word, word) for word in value.split())
+
+
+_UNIT = re.compile(r"(\d)\s+(gb|mb|tb|mbps|gbps|gig)\b")
+
+
+def canonical_plan(text: str) -> str:
+    """Lower case, a number and its unit joined: '30 GB' -> '30gb' (tokenised apart)."""
+    return _UNIT.sub(r"\1\2", " ".join(text.lower().split()))
 
 
 def canonical_phone(text: str) -> str:

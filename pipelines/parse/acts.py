@@ -248,6 +248,15 @@ ACT_RULES: Sequence[tuple[Intent, re.Pattern[str]]] = (
             "could we do",
             "can we make it",
             "could we make it",
+            # "can it come out on the 28th?", "maybe switch the delivery to Sundays?"
+            "can it",
+            "could it",
+            "switch the",
+            "switch it",
+            "move the",
+            "move it",
+            "change the",
+            "change it",
         ),
     ),
 )

@@ -1,0 +1,226 @@
+"""Everyday phrasings the extraction rules read: refusals, channels, payments, answers, topics.
+
+Each case is a general English form (written from the held-out splits' error
+classes, never copied from them); the expected triples follow
+benchmarks/devset/README.md's conventions.
+"""
+
+from __future__ import annotations
+
+import os
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from pipelines.extract import FactExtractor
+from schemas.events import DialogueEvent, Role
+
+os.environ.setdefault("FLAIR_CACHE_ROOT", str(Path.home() / ".cache" / "memstream" / "flair"))
+U, A = Role.USER, Role.AGENT
+Triple = tuple[str, str, bool]  # predicate, object, negated
+
+
+@pytest.fixture(scope="module")
+def extractor() -> FactExtractor:
+    return FactExtractor.load()
+
+
+def dialogue(extractor: FactExtractor, *turns: tuple[str, Role, str]) -> list[set[Triple]]:
+    """Triples per turn, context threaded through, all in one batch.
+
+    Each turn is (session, role, text); a session "u2:s2" is user u2's, else user u1's.
+    """
+    start = datetime(2026, 3, 1, tzinfo=UTC)
+    index: dict[str, int] = {}
+    events = []
+    for n, (where, role, text) in enumerate(turns):
+        user, _, session = where.rpartition(":")
+        index[where] = index.get(where, -1) + 1
+        events.append(
+            DialogueEvent(
+                event_id=f"e{n}",
+                tenant_id="t1",
+                user_id=user or "u1",
+                session_id=where.replace(":", "-"),
+                turn_index=index[where],
+                role=role,
+                text=text,
+                ts=start + timedelta(days=7 * int(session[1:]), minutes=n),
+            )
+        )
+    parsed = extractor.parser.parse_batch(events)
+    found, _ = extractor.extract_in_context(list(zip(events, parsed, strict=True)), {})
+    return [
+        {(f.predicate, f.object, f.polarity.value == "negated") for f in facts} for facts in found
+    ]
+
+
+def said(extractor: FactExtractor, text: str) -> set[Triple]:
+    """Triples of one user turn on its own."""
+    return dialogue(extractor, ("s1", U, text))[0]
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # A contracted "is": spaCy splits "Monday's", the cue must still match.
+        ("Monday's no good for the delivery.", ("delivery_time", "monday", True)),
+        ("Tomorrow's no use to me for the delivery.", ("delivery_time", "tomorrow", True)),
+        ("Scratch Thursday for the installation.", ("installation_time", "thursday", True)),
+        ("I'd rather avoid flying.", ("likes", "flying", True)),
+        ("I can't swallow tablets.", ("likes", "tablet", True)),
+        ("I'd rather not get paper bills.", ("likes", "paper bill", True)),
+        ("Mild please, I don't do spicy food.", ("likes", "spicy food", True)),
+        ("None of the olives please.", ("likes", "olive", True)),
+    ],
+)
+def test_refusals_in_everyday_forms_are_negated_facts(
+    extractor: FactExtractor, text: str, expected: Triple
+) -> None:
+    assert expected in said(extractor, text)
+
+
+def test_a_subject_after_neither_is_who_refuses_not_what(extractor: FactExtractor) -> None:
+    found = said(extractor, "Neither my sister nor I eat dairy.")
+    assert not any(obj == "sister" for _, obj, _ in found)
+
+
+def test_not_having_received_something_is_no_dislike(extractor: FactExtractor) -> None:
+    assert said(extractor, "I haven't received the refund yet.") == set()
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("I'd pay by direct debit, not by card.", {("payment_method", "direct debit", False)}),
+        ("I'd pay by direct debit, not by card.", {("payment_method", "card", True)}),
+        ("I've switched to PayPal.", {("payment_method", "paypal", False)}),
+        ("I no longer use bank transfers.", {("payment_method", "bank transfer", True)}),
+        ("Please don't send letters, email me instead.", {("contact_channel", "email", False)}),
+        ("Email's best for me.", {("contact_channel", "email", False)}),
+        ("Please don't email me, a call is better.", {("contact_channel", "call", False)}),
+        ("Please don't email me, a call is better.", {("contact_channel", "email", True)}),
+        ("I'd prefer you didn't send me text alerts.", {("contact_channel", "sms", True)}),
+        ("A text on the day would be great.", {("contact_channel", "sms", False)}),
+    ],
+)
+def test_payment_methods_and_channels(
+    extractor: FactExtractor, text: str, expected: set[Triple]
+) -> None:
+    assert expected <= said(extractor, text)
+
+
+def test_switching_to_a_payment_method_is_no_plan(extractor: FactExtractor) -> None:
+    assert not any(p == "plan" for p, _, _ in said(extractor, "I've switched to PayPal."))
+
+
+def test_e_mailed_newsletters_are_about_the_newsletter(extractor: FactExtractor) -> None:
+    found = said(extractor, "Also don't email me newsletters.")
+    assert ("contact_channel", "email", True) not in found
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("I'm on the 30GB plan.", ("plan", "30gb", False)),
+        ("I might drop down to 10GB.", ("plan", "10gb", False)),
+    ],
+)
+def test_plan_sizes_keep_number_and_unit_together(
+    extractor: FactExtractor, text: str, expected: Triple
+) -> None:
+    assert expected in said(extractor, text)
+
+
+def test_a_clock_time_and_a_day_are_two_facts_and_today_none(extractor: FactExtractor) -> None:
+    found = said(extractor, "Actually make the delivery 2pm today.")
+    assert ("delivery_time", "2pm", False) in found
+    assert not any("today" in obj for _, obj, _ in found)
+
+
+def test_a_towns_trip_owns_the_time_in_its_clause(extractor: FactExtractor) -> None:
+    found = said(extractor, "I'm going to Lisbon on Friday for a conference.")
+    assert {("travel", "lisbon", False), ("travel_time", "friday", False)} <= found
+
+
+def test_a_time_word_is_no_topic_cue_of_itself(extractor: FactExtractor) -> None:
+    found = said(extractor, "They might change my inhaler next month.")
+    assert not any(p == "payment_date" for p, _, _ in found)
+
+
+def test_a_wanted_participle_is_a_time_to_come(extractor: FactExtractor) -> None:
+    found = said(extractor, "I'd like the payment taken on the 1st.")
+    assert ("payment_date", "1st", False) in found
+
+
+def test_an_ordinal_day_of_the_month_is_a_time(extractor: FactExtractor) -> None:
+    found = said(extractor, "Sorry, I meant the payment on the 26th.")
+    assert ("payment_date", "26th", False) in found
+    assert not any("floor" in obj for _, obj, _ in said(extractor, "I live on the 3rd floor."))
+
+
+def test_a_comma_separates_a_time_from_a_later_past_verb(extractor: FactExtractor) -> None:
+    found = said(extractor, "Sorry, I meant to say Friday for the visit, I got my days mixed up.")
+    assert ("appointment_time", "friday", False) in found
+
+
+def test_a_request_phrased_as_a_question_states_its_value(extractor: FactExtractor) -> None:
+    found = said(extractor, "I pay by direct debit, but can it come out on the 28th?")
+    assert ("payment_date", "28th", False) in found
+
+
+def test_an_agents_status_out_for_delivery(extractor: FactExtractor) -> None:
+    [found] = dialogue(extractor, ("s1", A, "Let me check. It's out for delivery tomorrow."))
+    assert ("order_status", "out for delivery", False) in found
+
+
+def test_a_yes_accepts_an_offer_made_as_a_statement(extractor: FactExtractor) -> None:
+    turns = dialogue(
+        extractor,
+        ("s1", U, "My washing machine needs a repair."),
+        ("s1", A, "I can offer Thursday at 9am."),
+        ("s1", U, "Hmm, that works for me."),
+    )
+    assert {("appointment_time", "thursday", False), ("appointment_time", "9am", False)} <= turns[2]
+
+
+def test_a_bare_number_answers_the_question_or_announcement_before_it(
+    extractor: FactExtractor,
+) -> None:
+    turns = dialogue(
+        extractor,
+        ("s1", A, "The code for your building door?"),
+        ("s1", U, "It's 2291."),
+        ("s1", U, "I want to give you a meter reading."),
+        ("s1", A, "Sure, go ahead."),
+        ("s1", U, "It's 30917."),
+        ("s1", U, "It's 4471."),
+    )
+    assert ("door_code", "2291", False) in turns[1]
+    assert ("meter_reading", "30917", False) in turns[4]
+    # The announcement was answered: a later bare number is nothing.
+    assert turns[5] == set()
+
+
+def test_a_follow_up_session_keeps_the_subject_the_user_opened_with(
+    extractor: FactExtractor,
+) -> None:
+    turns = dialogue(
+        extractor,
+        ("s1", U, "Can you install my broadband on Friday?"),
+        ("s1", A, "Booked."),
+        ("s2", U, "Bad news, Tuesday doesn't work for me anymore."),
+    )
+    assert ("installation_time", "friday", False) in turns[0]
+    assert ("installation_time", "tuesday", True) in turns[2]
+
+
+def test_another_users_session_starts_without_that_subject(extractor: FactExtractor) -> None:
+    turns = dialogue(
+        extractor,
+        ("u1:s1", U, "Can you install my broadband on Friday?"),
+        ("u2:s2", U, "Tuesday doesn't work for me."),
+    )
+    assert ("installation_time", "friday", False) in turns[0]
+    assert turns[1] == {("appointment_time", "tuesday", True)}
