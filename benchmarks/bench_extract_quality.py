@@ -30,10 +30,12 @@ DEVSET = Path(__file__).parent / "devset" / "conversations.txt"
 HELDOUT = Path(__file__).parent / "devset" / "heldout.txt"
 # A second held-out split, written before any output on it was looked at (task H6).
 HELDOUT2 = Path(__file__).parent / "devset" / "heldout2.txt"
-# A third and a fourth, each written blind (stop 10, tasks H1 and H2) by an author
-# who never saw the rules or their output.
+# Four more, each written blind (stop 10, tasks H1-H4) by an author who never saw
+# the rules or their output; 3 and 4 were then used to tune rules, 5 and 6 not.
 HELDOUT3 = Path(__file__).parent / "devset" / "heldout3.txt"
 HELDOUT4 = Path(__file__).parent / "devset" / "heldout4.txt"
+HELDOUT5 = Path(__file__).parent / "devset" / "heldout5.txt"
+HELDOUT6 = Path(__file__).parent / "devset" / "heldout6.txt"
 COMMIT_THRESHOLD = 0.82  # the review gate's commit threshold (DESIGN.md §3)
 TARGETS = {"triple F1": 0.80, "negation recall": 0.90, "polarity accuracy": 0.95}
 
@@ -250,6 +252,8 @@ def main(show_errors: Callable[[str], None] | None = None, dev: Path = DEVSET) -
         "held2": load_devset(HELDOUT2),
         "held3": load_devset(HELDOUT3),
         "held4": load_devset(HELDOUT4),
+        "held5": load_devset(HELDOUT5),
+        "held6": load_devset(HELDOUT6),
     }
     parser = DialogueParser.load()
     extractor = FactExtractor.load(parser)

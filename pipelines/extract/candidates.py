@@ -226,7 +226,9 @@ def ner_candidates(
                 yield Candidate(
                     "phone_number", vocab.canonical_phone(number.text), number, "NUMBER"
                 )
-            elif number_topic in {"door_code", "meter_reading"}:
+            elif number_topic in {"door_code", "meter_reading"} and any(
+                c.isdigit() for c in number.text
+            ):
                 value = vocab.canonical_code(number.text)
                 yield Candidate(number_topic, value, number, "NUMBER", explicit=False)
 
@@ -292,7 +294,15 @@ def object_phrase(token: Any) -> tuple[Any, str] | None:
         return None
     span = token.doc[words[0].i : token.i + 1]
     modifiers = token.doc[words[0].i : token.i].text.lower()  # keeps "two-year" whole
-    return span, f"{modifiers} {token.lemma_.lower()}".strip()
+    return span, f"{modifiers} {head_word(token)}".strip()
+
+
+def head_word(token: Any) -> str:
+    """A phrase's head, singular: the lemma of a plural noun, else the word itself.
+
+    A singular noun keeps its form: the lemmatiser reads "cleaner" as "clean".
+    """
+    return str(token.lemma_.lower() if token.tag_ in {"NNS", "NNPS"} else token.lower_)
 
 
 def _objects(head: Any) -> Iterator[Any]:
@@ -309,6 +319,15 @@ def _objects(head: Any) -> Iterator[Any]:
 def _speaker_is_self(verb: Any) -> bool:
     subjects = [c for c in verb.children if c.dep_ in {"nsubj", "nsubjpass"}]
     return not subjects or subjects[0].lower_ in {"i", "we"}
+
+
+def _done_to(verb: Any, obj: Any) -> bool:
+    """A participle after the object says what to do: "like X delivered", "want it sent"."""
+    return any(
+        t.tag_ == "VBN" and t.i > obj.i and t.head in (verb, obj)
+        for t in verb.subtree
+        if t.i > obj.i
+    )
 
 
 def _in_lexicon(token: Any) -> bool:
@@ -362,8 +381,9 @@ def dependency_candidates(sent: Any) -> Iterator[Candidate]:
             for obj in _objects(token):
                 phrase = object_phrase(obj)
                 # "I'd like the installation on Wednesday", "I prefer the evening for
-                # calls": an arrangement or a time, which the time rules read.
-                if phrase is None or _arrangement(obj):
+                # calls": an arrangement or a time, which the time rules read; "I'd
+                # like my prescription delivered": something to be done, not liked.
+                if phrase is None or _arrangement(obj) or _done_to(token, obj):
                     continue
                 if obj.lemma_.lower() in PLAN_NOUNS:
                     plan = vocab.canonical_plan(phrase[1])

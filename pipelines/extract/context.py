@@ -31,6 +31,7 @@ AFFIRMATION = re.compile(
     r"^\s*(?:(?:hmm+|um+|uh+|oh|well|ah|right)\W+)?"
     r"(?:yes|yeah|yep|sure|ok(?:ay)?|fine|perfect|great|sounds good|that works"
     r"|that'?s fine|that suits me|go ahead|please do|deal|probably|possibly|maybe|perhaps"
+    r"|go on|(?:that'?s |that would be |that'?d be )?(?:grand|lovely|brilliant|ideal)"
     r"|i think so|i guess so)\b(?![^.!?]*\b(?:but|not|n't)\b)",
     re.IGNORECASE,
 )
@@ -49,7 +50,8 @@ CHOICE_QUESTION = re.compile(
 # come on Monday."): a yes accepts it as it accepts a question. A plain statement
 # ("Thursday at 11am then.") is only acknowledged by a yes.
 OFFER_STATEMENT = re.compile(
-    r"\b(?:i|we) (?:can|could) (?:offer|do|come|send|book|fit you in)\b|\b(?:how|what) about\b",
+    r"\b(?:i|we) (?:can|could) (?:offer|do|come|send|book|fit you in)\b|\b(?:how|what) about\b"
+    r"|\bthe (?:earliest|first|next|soonest)\b[^.!?]{0,25}\b(?:is|would be)\b",
     re.IGNORECASE,
 )
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -51,6 +52,8 @@ CONFIDENCE_HEDGED = 0.6
 CONFIDENCE_CONFIRMED = 0.86
 # Sentences with these acts state no facts (questions, cancellations, chit-chat).
 NO_FACT_ACTS = frozenset({Intent.CHIT_CHAT, Intent.INQUIRY, Intent.CANCEL_REQUEST, Intent.UNKNOWN})
+# A user question that restates an earlier fact rather than asking.
+RESTATING_QUESTIONS = ("remember", "as i said", "as i told you", "like i said")
 ASSERTORS = {Role.USER: Assertor.USER, Role.AGENT: Assertor.AGENT, Role.SYSTEM: Assertor.SYSTEM}
 
 
@@ -123,7 +126,8 @@ class FactExtractor:
             for span, s in zip(ner, spans, strict=False):
                 span.label_ = s.label
             ner = with_gazetteer_places(sent, clean_tagger_spans(ner))
-            ner += gazetteer_times(sent, ner)
+            # A COMMITMENT span ("Never mornings though") does not hide a time in it.
+            ner += gazetteer_times(sent, [s for s in ner if s.label_ != "COMMITMENT"])
             per_turn.setdefault(i, []).append((sent, ner))
         results: list[list[ExtractedFact]] = [[] for _ in pairs]
         updated = dict(contexts)
@@ -167,6 +171,11 @@ class FactExtractor:
         found_per_sentence = []
         for sent, ner in sentences:
             found = list(ner_candidates(sent, ner, is_agent, hints))
+            # A verbless sentence naming a topic ("bill date. can it be the 28th")
+            # sets it for the turn's next sentences, as an earlier turn's cue does;
+            # a cue inside a clause ("once the part arrives") is an aside.
+            cue = None if any(t.pos_ in {"VERB", "AUX"} for t in sent) else turn_topic(sent)
+            hints = replace(hints, topic=cue) if cue is not None else hints
             found += lexicon_candidates(sent, is_agent)
             found += dependency_candidates(sent)
             found += fragment_candidates(
@@ -290,12 +299,14 @@ def _states_facts(sent: Any, act: Intent, role: Role) -> bool:
 
     An agent question between alternatives ("Morning or afternoon?") offers none
     of them; an agent describing the business ("There's a Thursday group") says
-    nothing about the user.
+    nothing about the user. A user's "Remember I told you Thursdays?" restates.
     """
     if role is Role.AGENT and describes_offering(sent):
         return False
     if act is Intent.INQUIRY:
-        return role is Role.AGENT and not any(t.lower_ == "or" for t in sent)
+        if role is Role.USER:
+            return sent.text.lstrip().lower().startswith(RESTATING_QUESTIONS)
+        return not any(t.lower_ == "or" for t in sent)
     return act not in NO_FACT_ACTS
 
 

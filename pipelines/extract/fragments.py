@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from pipelines.extract import vocabulary as vocab
-from pipelines.extract.candidates import Candidate, liked
+from pipelines.extract.candidates import Candidate, head_word, liked
 from pipelines.extract.spans import is_time_core
 
 LOCATIVE = frozenset({"at", "in", "on", "from", "near"})
@@ -64,12 +64,19 @@ FRAGMENT_STOP_NOUNS = frozenset(
 def _fragment_head(chunk: Any) -> bool:
     """A noun phrase that can be a thing liked: not a time, topic, number or courtesy."""
     root = chunk.root
+    # A topic word alone ("no delivery on Monday") is an arrangement; with a
+    # modifier that is no time ("no paper bills") it names a thing.
+    modified = any(not is_time_core(t) for t in chunk if t.i < root.i)
     return (
         root.pos_ in {"NOUN", "PROPN"}
         and not any(t.like_num or t.is_digit for t in chunk)
         and root.lemma_.lower() not in FRAGMENT_STOP_NOUNS
-        and not any(root.lemma_.lower() in cues for _, cues in vocab.TIME_TOPICS)
+        and (modified or not any(root.lemma_.lower() in cues for _, cues in vocab.TIME_TOPICS))
     )
+
+
+def _common_noun_place(span: Any) -> bool:
+    return bool(span.label_ == "PLACE" and all(t.pos_ != "PROPN" for t in span))
 
 
 def fragment_candidates(
@@ -83,7 +90,8 @@ def fragment_candidates(
     what the speaker likes. Phrases already read by another rule or overlapping a
     NER span are left to that rule.
     """
-    taken = [c.span for c in found] + list(ner)
+    # A tagger PLACE over common nouns ("No SUVs") is no place; other spans hide their words.
+    taken = [c.span for c in found] + [s for s in ner if not _common_noun_place(s)]
     verbless = not any(t.pos_ in {"VERB", "AUX"} for t in sent)
     for chunk in sent.noun_chunks:
         if any(chunk.start < s.end and s.start < chunk.end for s in taken):
@@ -112,7 +120,7 @@ def fragment_candidates(
         before = chunk.doc[max(sent.start, chunk.start - 2) : start]
         negated = any(t.lower_ in FRAGMENT_NEGATORS for t in before)
         if negated or (verbless and answers_question):
-            value = f"{chunk.doc[start : root.i].text.lower()} {root.lemma_.lower()}".strip()
+            value = f"{chunk.doc[start : root.i].text.lower()} {head_word(root)}".strip()
             yield liked(value, span, explicit=False)
 
 
@@ -126,24 +134,31 @@ PRAISE |= frozenset({"wonderful", "perfect", "brilliant"})
 
 
 def evaluation_candidates(sent: Any, taken: list[Any]) -> Iterator[Candidate]:
-    """Likes stated as praise of a thing: "<noun phrase> is/was <praise word>".
+    """Likes stated as an evaluation of a thing: "<noun phrase> is/was <praise word>".
 
-    The subject must be a noun phrase that no other rule or NER span took
-    ("Thursday is good" is a time, read by the NER rules).
+    Also "<noun phrase> (doesn't) agree(s) with me", whose negation the polarity
+    rules read off the verb. The subject must be a noun phrase that no other rule
+    or NER span took ("Thursday is good" is a time, read by the NER rules).
     """
     for token in sent:
-        if token.lemma_.lower() != "be":
-            continue
-        praise = [c for c in token.children if c.dep_ == "acomp" and c.lower_ in PRAISE]
         subjects = [c for c in token.children if c.dep_ == "nsubj"]
-        if not praise or not subjects or any(c.dep_ == "neg" for c in token.children):
+        if token.lemma_.lower() == "agree":
+            if not any(c.lower_ == "with" for c in token.children):
+                continue
+        elif token.lemma_.lower() == "be":
+            praise = [c for c in token.children if c.dep_ == "acomp" and c.lower_ in PRAISE]
+            if not praise or any(c.dep_ == "neg" for c in token.children):
+                continue
+        else:
             continue
-        subject = subjects[0]
+        if not subjects:
+            continue
+        subject = subjects[-1]  # the one next to the verb: "Mild please, spicy food doesn't ..."
         if subject.pos_ not in {"NOUN", "PROPN", "ADJ"} or is_time_core(subject):
             continue
         words = [t for t in subject.subtree if t.i <= subject.i and t.dep_ not in {"det", "poss"}]
         span = subject.doc[words[0].i : subject.i + 1]
         if any(span.start < s.end and s.start < span.end for s in taken):
             continue
-        value = f"{subject.doc[words[0].i : subject.i].text.lower()} {subject.lemma_.lower()}"
+        value = f"{subject.doc[words[0].i : subject.i].text.lower()} {head_word(subject)}"
         yield liked(value.strip(), span, explicit=False)

@@ -46,6 +46,9 @@ EXTRA_TERMS: dict[str, list[str]] = {
         "any day but",
         "except",
         "except for",
+        "apart from",
+        "cant do",
+        "cant make",
         "other than",
         "decided against",
         "not keen on",
@@ -111,6 +114,10 @@ EXTRA_TERMS: dict[str, list[str]] = {
         "do not work",
         "is no use",
         "are no use",
+        "is off",
+        "are off",
+        "doesn't agree with",
+        "don't agree with",
     ],
     "pseudo_negations": [
         "not sure",
@@ -155,15 +162,22 @@ _UP_DEPS |= frozenset({"advmod", "acomp", "oprd", "nmod", "appos", "pcomp", "xco
 
 # "without onions" and "nor white chocolate" negate what follows them just like "no".
 _NEGATORS = frozenset({"no", "not", "never", "without", "nor", "except"})
-_CLAUSE_BREAKS = frozenset({",", ";", "but", "only", "except", "however", "though"})
+# "as" opens a reason: "probably after 7 as I'm not in till then".
+_CLAUSE_BREAKS = frozenset({",", ";", "but", "only", "except", "however", "though", "as"})
 _WHOLES = frozenset({"anything", "everything", "day", "time", "all"})
 
 
 def _with_contractions(terms: dict[str, list[str]]) -> dict[str, list[str]]:
-    """Each "is ..." following cue also as "'s ...": spaCy splits "Monday's no good"."""
+    """Each "is/are ..." following cue also as "'s ...", "was ...", "were ...".
+
+    spaCy splits "Monday's no good"; "Wednesdays were no good" recalls a refusal.
+    """
     following = terms["following_negations"]
-    contracted = ["'s " + term[3:] for term in following if term.startswith("is ")]
-    return terms | {"following_negations": following + contracted}
+    present = [t for t in following if t.startswith(("is ", "are "))]
+    variants = ["'s " + t[3:] for t in present if t.startswith("is ")]
+    variants += ["was " + t[3:] for t in present if t.startswith("is ")]
+    variants += ["were " + t[4:] for t in present if t.startswith("are ")]
+    return terms | {"following_negations": following + sorted(set(variants) - set(following))}
 
 
 EXTRA_TERMS = _with_contractions(EXTRA_TERMS)

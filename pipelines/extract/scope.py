@@ -75,7 +75,10 @@ def is_schedule_time(span: Any) -> bool:
         and not (lemma != "work" and moves_arrangement)
     ):
         return False
-    if lemma in ARRANGING_VERBS:
+    # "(Remember I told you) Wednesdays were no good": a reported arrangement.
+    if lemma in ARRANGING_VERBS or (
+        verb.dep_ == "ccomp" and verb.head.lemma_.lower() in ARRANGING_VERBS
+    ):
         return True
     # "The engineer never came on Friday"; "Yes, bought in January" (a participle
     # with no auxiliary: "will be delivered on Monday" has one and is to come).

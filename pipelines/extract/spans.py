@@ -27,7 +27,7 @@ _MONTHS += ("october", "november", "december")
 _TIME_CORE = re.compile(
     r"^(?:(?:mon|tues|wednes|thurs|fri|satur|sun)days?|weekends?|weekdays?|mornings?|afternoons?"
     r"|evenings?|nights?|noon|midnight|tonight|today|tomorrow|week|month|year|hours|lunchtime"
-    r"|o'clock|[ap]\.?m\.?|" + "|".join(_MONTHS) + r"|.*\d.*)$"
+    r"|o'clock|[ap]\.?m\.?|mon|tues?|thurs?|thu|fri|weds|" + "|".join(_MONTHS) + r"|.*\d.*)$"
 )
 # Words that may open a time span before its core ("before 9", "next week").
 _TIME_PREFIX = frozenset({"before", "after", "until", "till", "between", "next", "early", "late"})
@@ -43,6 +43,9 @@ _TIME_SPLIT = frozenset({"at", "and", "or", "nor", "instead", "of", "rather", "t
 # "2pm today", "5am tomorrow": a clock time and a day are two facts (the dev set's
 # convention), and "today" alone is too vague to keep.
 _TIME_SPLIT_KEEP = frozenset({"before", "after", "today", "tonight", "tomorrow"})
+
+
+_GREETING_TIMES = frozenset({"morning", "afternoon", "evening", "night"})
 
 
 def is_time_core(token: Any) -> bool:
@@ -66,10 +69,11 @@ def _trim_time(part: Any) -> Any | None:
     if (
         span.start == span.sent.start
         and len(span) == 1
+        and span[0].lower_ in _GREETING_TIMES
         and span.end < span.sent.end
         and part.doc[span.end].text in {",", "!"}
     ):
-        return None  # "Morning, I need a new tariff": a greeting too
+        return None  # "Morning, I need a new tariff": a greeting too ("Thursday, not ..." is not)
     if len(span) == 1 and span[0].text.isdigit():
         return None  # a bare "10" is a size, a count or an hour nobody can place
     return span
@@ -167,15 +171,18 @@ def number_core(span: Any) -> Any:
 # Unambiguous time expressions the tagger sometimes misses ("no Thursdays",
 # "weekend installation"): a gazetteer backs it up; the tagger's spans win on overlap.
 _DAY = r"(?:mon|tues|wednes|thurs|fri|satur|sun)days?"
+# Chat abbreviations of days ("cant do thurs. fri ok"); "sat", "sun" and "wed" are
+# left out: they are words ("I sat", "the sun", "we wed") more often than days.
+_DAY_ABBREVIATIONS = r"(?:mon|tues?|thurs?|thu|fri|weds)\.?(?!\w)"
 _PART = r"(?:mornings?|afternoons?|evenings?|nights?)"
 _CLOCK = r"\d{1,2}(?::\d{2})?\s?[ap]\.?m\.?"
 # Month names ("Probably in July"); "May" only capitalised, else it is the verb.
 _MONTH = "(?:" + "|".join(_MONTHS) + "|(?-i:May))"
 TIME_GAZETTEER = re.compile(
     rf"\b(?:(?:before|after|until)\s+(?:{_CLOCK}|\d{{1,2}}(?!\d)|noon|midnight)"
-    rf"|{_DAY}(?:\s+{_PART})?|weekends?|weekdays?|{_CLOCK}|tonight|tomorrow(?:\s+{_PART})?"
+    rf"|{_DAY}(?:\s+{_PART})?|{_DAY_ABBREVIATIONS}|weekends?|weekdays?|{_CLOCK}|tonight|tomorrow(?:\s+{_PART})?"
     rf"|{_MONTH}(?:\s+\d{{1,2}}(?:st|nd|rd|th)?)?"
-    rf"|(?<=in the )(?:{_PART})|(?<=at )night|working hours"
+    rf"|(?<=in the )(?:{_PART})|(?<=at )night|working hours|mornings|afternoons|evenings"
     # "the 26th" is a day of the month; "the 3rd floor" is not.
     rf"|(?<=the )\d{{1,2}}(?:st|nd|rd|th)(?!\s+(?:floor|time|row|place|edition)))\b",
     re.IGNORECASE,
@@ -208,7 +215,8 @@ _STREET_TYPES = (
     r"|Court|Gardens|Grove|Hill|Row|Walk|Park|Mews|Boulevard)"
 )
 ADDRESS_GAZETTEER = re.compile(
-    rf"\b\d{{1,4}}[A-Za-z]? (?:[A-Z][a-z]+ ){{1,3}}{_STREET_TYPES}\b(?:, [A-Z][a-z]+)?"
+    rf"\b(?:(?:Flat|Apartment|Apt|Unit) \d{{1,4}}[A-Za-z]?, )?"
+    rf"\d{{1,4}}[A-Za-z]? (?:[A-Z][a-z]+ ){{1,3}}{_STREET_TYPES}\b(?:, [A-Z][a-z]+)?"
 )
 
 
@@ -226,16 +234,22 @@ def with_gazetteer_places(sent: Any, spans: list[Any]) -> list[Any]:
 def clean_tagger_spans(spans: list[Any]) -> list[Any]:
     """The tagger's spans without its wild guesses, before any rule reads them.
 
-    A month or weekday tagged PLACE ("Probably in July") becomes a TIME; a TIME
-    without any time word ("no onions" -> "onions") and a PLACE without a
-    capitalised word are dropped, so they neither become facts nor hide the
-    words they cover from the other rules.
+    A month or weekday tagged PLACE ("Probably in July") becomes a TIME, a long
+    bare number tagged TIME ("it says 047719") a NUMBER; a TIME without any time
+    word ("no onions" -> "onions") and a PLACE without a capitalised word are
+    dropped, so they neither become facts nor hide the words they cover from the
+    other rules.
     """
     kept = []
     for span in spans:
         words = [t for t in span if t.is_alpha or t.like_num]
         if span.label_ == "PLACE" and words and all(is_time_core(t) for t in words):
             span.label_ = "TIME"
+        # No clock reads like "047719": four digits or more with no colon or am/pm.
+        cores = [t for t in span if is_time_core(t)]
+        if span.label_ == "TIME" and cores and all(t.is_digit and len(t) >= 4 for t in cores):
+            span = span.doc[cores[0].i : cores[-1].i + 1]
+            span.label_ = "NUMBER"
         if span.label_ == "TIME" and not any(is_time_core(t) for t in span):
             continue
         if span.label_ == "PLACE" and not any(

@@ -97,7 +97,7 @@ def time_topic(lemmas: set[str]) -> str | None:
 
 PHONE_CUES = frozenset({"number", "phone", "mobile", "call", "reach", "text", "landline", "cell"})
 PHONE_CUES |= frozenset({"ring"})
-CODE_CUES = frozenset({"code"})
+CODE_CUES = frozenset({"code", "pin", "passcode", "keysafe", "safe", "lockbox", "combination"})
 METER_CUES = frozenset({"meter", "reading"})
 ADDRESS_CUES = frozenset({"live", "address", "move", "moved", "home", "flat", "office", "house"})
 TRAVEL_CUES = frozenset({"fly", "flying", "travel", "trip", "holiday", "go", "going", "visit"})
@@ -116,16 +116,20 @@ PAYMENT_METHODS = {
     r"\bpaypal\b": "paypal",
     r"\bcash\b": "cash",
     r"\bbank transfers?\b": "bank transfer",
+    # Card brands are named as the method ("I'll pay with my Amex").
+    r"\bamex\b|\bamerican express\b": "amex",
+    r"\bmastercard\b": "mastercard",
 }
 CONTACT_CHANNELS = {
     r"\btext(?:s|ed)? me\b|\btext (?:messages?|alerts?)\b|\btexts\b|\bsms\b": "sms",
     r"\b(?:by|via) e-?mail\b|\be-?mail (?:is better|only)\b"
     r"|\be-?mail me\b(?! (?:any |the )?newsletters?)"
-    r"|\be-?mail(?:'s| is) (?:fine|best|great|good)\b": "email",
+    r"|\be-?mail(?:'s|\s+is|\s+works)?\s+(?:fine|best|better|great|good)\b": "email",
     # "a call is better", "phone calls are fine": the channel, not a time ("call me at 5").
     r"\b(?:a|phone) calls? (?:is|are|would be) (?:better|fine|best)\b": "call",
     r"\bpaper letters?\b|\bby post\b|\bletters\b": "letter",
     r"\bnewsletters?\b": "newsletter",
+    r"\bvoice ?mails?\b": "voicemail",
 }
 # A channel named as a thing liked ("a text on the day would be great") is the channel.
 CHANNEL_NOUNS = {"text": "sms", "sms": "sms", "email": "email", "e-mail": "email"}
@@ -150,6 +154,9 @@ _TIME_PLURALS = {
         "night",
     ]
 }
+# Chat abbreviations of days (those spans.TIME_GAZETTEER accepts).
+_DAY_SHORT = {"mon": "monday", "tue": "tuesday", "tues": "tuesday", "thu": "thursday"}
+_DAY_SHORT |= {"thur": "thursday", "thurs": "thursday", "fri": "friday", "weds": "wednesday"}
 _TIME_DROP = re.compile(r"^(?:(?:on|at|in|the|this|every|any|around|about|by|from|of)\s+)+")
 # "next Monday" is just Monday; "next week" keeps its "next" (else it is any week).
 _NEXT_DAY = re.compile(
@@ -163,7 +170,8 @@ def canonical_time(text: str) -> str:
     value = _CLOCK.sub(lambda m: f"{m.group(1)}{m.group(2)}m", text.lower())
     value = _TIME_DROP.sub("", value.strip(" .,!?;:")).strip()
     value = _NEXT_DAY.sub("", _TIME_DROP.sub("", value)).strip()
-    return " ".join(_TIME_PLURALS.get(word, word) for word in value.split())
+    words = [_DAY_SHORT.get(word.rstrip("."), word) for word in value.split()]
+    return " ".join(_TIME_PLURALS.get(word, word) for word in words)
 
 
 _UNIT = re.compile(r"(\d)\s+(gb|mb|tb|mbps|gbps|gig)\b")

@@ -270,7 +270,8 @@ WORD = re.compile(r"[^\W_]+(?:'[^\W_]+)?|[\U0001F300-\U0001FAFF\u2600-\u27BF]")
 def is_filler(text: str) -> bool:
     """True when every word of ``text`` is a greeting, thanks or filler word."""
     words = WORD.findall(text.lower())
-    return all(word in FILLER_WORDS or not word.isalnum() for word in words)
+    # A "word" without letters or digits is an emoji; "email's" is a word.
+    return all(word in FILLER_WORDS or not any(c.isalnum() for c in word) for word in words)
 
 
 def memory_cues(text: str) -> list[str]:

@@ -224,3 +224,72 @@ def test_another_users_session_starts_without_that_subject(extractor: FactExtrac
     )
     assert ("installation_time", "friday", False) in turns[0]
     assert turns[1] == {("appointment_time", "tuesday", True)}
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (
+            "Any day's fine for the visit apart from Wednesday.",
+            ("appointment_time", "wednesday", True),
+        ),
+        ("Thursdays are off for the visit now.", ("appointment_time", "thursday", True)),
+        ("cant do thurs for the visit. fri ok", ("appointment_time", "thursday", True)),
+        ("cant do thurs for the visit. fri ok", ("appointment_time", "friday", False)),
+        (
+            "Thursday, not Wednesday, I've got physio on Wednesdays.",
+            ("appointment_time", "thursday", False),
+        ),
+        ("Never mornings for the visit though.", ("appointment_time", "morning", True)),
+        (
+            "Probably after 7 for the delivery as I'm not in till then.",
+            ("delivery_time", "after 7", False),
+        ),
+        ("bill date. can it be the 28th", ("payment_date", "28th", False)),
+        ("Email's fine.", ("contact_channel", "email", False)),
+        ("Text me, email works better.", ("contact_channel", "email", False)),
+        ("Please don't leave voicemails.", ("contact_channel", "voicemail", True)),
+        ("I'll pay with my Amex.", ("payment_method", "amex", False)),
+        ("Flat 2, 3 Oak Lane, Derby", ("address", "flat 2, 3 oak lane, derby", False)),
+        ("The key safe by the back door is 2088.", ("door_code", "2088", False)),
+        ("and no paper bills ta", ("likes", "paper bill", True)),
+        ("Mild please, spicy food really doesn't agree with me.", ("likes", "spicy food", True)),
+        ("The cleaner was brilliant.", ("likes", "cleaner", False)),
+    ],
+)
+def test_chat_forms(extractor: FactExtractor, text: str, expected: Triple) -> None:
+    assert expected in said(extractor, text)
+
+
+def test_a_reported_refusal_is_restated(extractor: FactExtractor) -> None:
+    found = said(extractor, "Remember I told you Wednesdays were no good for the visit?")
+    assert ("appointment_time", "wednesday", True) in found
+
+
+def test_something_wanted_done_is_not_liked(extractor: FactExtractor) -> None:
+    found = said(extractor, "I'd like my repeat prescription delivered from now on.")
+    assert not any(p == "likes" for p, _, _ in found)
+
+
+def test_a_long_number_read_out_answers_the_question(extractor: FactExtractor) -> None:
+    turns = dialogue(
+        extractor,
+        ("s1", A, "Could you give me the current meter reading?"),
+        ("s1", U, "Yes, I've been out to the cupboard with a torch, it says 047719."),
+        ("s1", A, "And the other meter reading?"),
+        ("s1", U, "Sorry, I swapped the last two digits."),
+    )
+    assert ("meter_reading", "047719", False) in turns[1]
+    assert turns[3] == set()  # "two" is no reading
+
+
+def test_an_offer_of_the_earliest_slot_is_accepted_by_a_plain_yes(
+    extractor: FactExtractor,
+) -> None:
+    turns = dialogue(
+        extractor,
+        ("s1", U, "My dog needs a check-up."),
+        ("s1", A, "The earliest we've got is Thursday at 4pm."),
+        ("s1", U, "Go on then, that's grand."),
+    )
+    assert {("appointment_time", "thursday", False), ("appointment_time", "4pm", False)} <= turns[2]
