@@ -40,6 +40,8 @@ ARRANGEMENT_NOUNS = frozenset(
     {"installation", "delivery", "call", "callback", "appointment", "visit", "booking"}
 )
 PLAN_NOUNS = frozenset({"plan", "tariff", "contract", "subscription"})
+# Heads whose modifiers name a plan: "the unlimited plan", "the TV bundle".
+PLAN_HEADS = frozenset({"plan", "tariff", "bundle", "package", "contract"})
 PLAN_VERBS = frozenset({"switch", "upgrade", "downgrade", "drop"})
 # "avoid anything with bleach": the thing is what "anything" is qualified by.
 WHOLE_PRONOUNS = frozenset({"anything", "something", "everything"})
@@ -132,8 +134,19 @@ def time_predicate(
     town the speaker goes to ("I'm going to Lisbon on Friday"), so a time
     without a cue of its own is the trip's. Without any of these, the session's
     standing topic ("Friday doesn't work anymore" in a follow-up about an
-    installation) comes before the default.
+    installation) comes before a cue in another clause and the default.
     """
+    predicate, explicit = _cued_topic(span, is_agent, committed, hints, trip)
+    # Only the agent commits to call back; a time the user gives for a call is
+    # when they can be reached (benchmarks/devset/README.md).
+    if predicate == "callback_time" and not is_agent:
+        return "contact_time", explicit
+    return predicate, explicit
+
+
+def _cued_topic(
+    span: Any, is_agent: bool, committed: bool, hints: TopicHints, trip: bool
+) -> tuple[str, bool]:
     clause = _scope_topic(clause_of(span), is_agent, committed, span)
     if clause is not None:
         return clause, True
@@ -141,10 +154,14 @@ def time_predicate(
         return "travel_time", True
     if hints.topic is not None:
         return hints.topic, False
+    # What the conversation is about outranks a cue in another clause ("Mondays
+    # are no good, I can't have someone round while I'm on calls").
+    if hints.standing_topic is not None:
+        return hints.standing_topic, False
     sentence = _scope_topic(span.sent, is_agent, committed, span)
     if sentence is not None:
         return sentence, True
-    return hints.standing_topic or vocab.DEFAULT_TIME_PREDICATE, False
+    return vocab.DEFAULT_TIME_PREDICATE, False
 
 
 def ner_candidates(
@@ -264,15 +281,24 @@ LEXICON: tuple[tuple[str, str, re.Pattern[str], str | None], ...] = (
 
 
 def lexicon_candidates(sent: Any, is_agent: bool) -> Iterator[Candidate]:
-    """E-mail addresses, diets, payment methods, contact channels, order status."""
+    """E-mail addresses, diets, payment methods, contact channels, plan sizes, order status."""
     text = sent.text
     for predicate, field, regex, value in LEXICON:
         for span, found in _regex_spans(sent, text, regex):
             yield Candidate(predicate, value or found.lower(), span, field)
+    for span, found in _regex_spans(sent, text, vocab.PLAN_SIZE):
+        size = found.split(maxsplit=1)[-1] if not found[:1].isdigit() else found
+        yield Candidate("plan", vocab.canonical_plan(size), span, "PLAN")
     if is_agent:
         for pattern, status in ORDER_STATUS:
             for span, _ in _regex_spans(sent, text, pattern):
                 yield Candidate("order_status", status, span, "STATUS")
+
+
+# Nouns that name nothing in particular: "I can't stand the stuff".
+VAGUE_OBJECTS = frozenset({"stuff", "thing", "things", "one", "ones", "lot", "bit"})
+# Courtesy words the parser folds into a phrase: "without coriander pls".
+COURTESY = frozenset({"please", "pls", "plz", "thanks", "thx", "ta"})
 
 
 def object_phrase(token: Any) -> tuple[Any, str] | None:
@@ -286,7 +312,10 @@ def object_phrase(token: Any) -> tuple[Any, str] | None:
         and token.head.lemma_.lower() in (REFUSING_VERBS | DISLIKE_VERBS)
     ):
         return token.doc[token.i : token.i + 1], token.lower_
-    if token.pos_ not in {"NOUN", "PROPN", "ADJ"}:
+    if token.pos_ not in {"NOUN", "PROPN", "ADJ"} or token.lower_ in VAGUE_OBJECTS | COURTESY:
+        return None
+    # "doctor's orders": someone else's, not a thing the speaker wants.
+    if any(c.dep_ == "poss" and c.pos_ in {"NOUN", "PROPN"} for c in token.children):
         return None
     words = [t for t in token.subtree if t.i <= token.i and t.dep_ not in DROP_OBJECT_DEPS]
     words = [t for t in words if t.lower_ not in {"any", "some", "more", "the", "a", "an"}]
@@ -317,8 +346,15 @@ def _objects(head: Any) -> Iterator[Any]:
 
 
 def _speaker_is_self(verb: Any) -> bool:
+    """The speaker's own wish: "I don't eat X", or "(I'd prefer) you didn't use X"."""
     subjects = [c for c in verb.children if c.dep_ in {"nsubj", "nsubjpass"}]
-    return not subjects or subjects[0].lower_ in {"i", "we"}
+    if not subjects or subjects[0].lower_ in {"i", "we"}:
+        return True
+    return bool(
+        subjects[0].lower_ == "you"
+        and verb.dep_ == "ccomp"
+        and verb.head.lemma_.lower() in {"prefer", "rather"}
+    )
 
 
 def _done_to(verb: Any, obj: Any) -> bool:
@@ -401,10 +437,20 @@ def dependency_candidates(sent: Any) -> Iterator[Candidate]:
                     yield liked(phrase[1], phrase[0])
                 else:
                     yield Candidate(head_predicate, phrase[1], phrase[0], "ITEM")
+        # "my doctor confirmed the latex allergy"
+        if lemma == "allergy" and token.pos_ == "NOUN":
+            for mod in (c for c in token.children if c.dep_ in {"compound", "amod"}):
+                yield Candidate("allergy", mod.lower_, token.doc[mod.i : mod.i + 1], "ITEM")
         # "a new electricity tariff" is asked for, not held: only a definite plan is one.
         indefinite = any(c.lower_ in {"a", "an"} for c in token.children)
-        if lemma in {"plan", "tariff"} and token.pos_ == "NOUN" and not indefinite:
+        if lemma in PLAN_HEADS and token.pos_ == "NOUN" and not indefinite:
             mods = [c for c in token.children if c.dep_ in {"amod", "compound", "nummod"}]
             if mods:
-                span = token.doc[min(m.i for m in mods) : token.i]
-                yield Candidate("plan", vocab.canonical_plan(span.text), span, "PLAN")
+                # "the unlimited plan" is "unlimited"; "the TV bundle" keeps its noun.
+                start = min(m.left_edge.i for m in mods)
+                if lemma in {"plan", "tariff"}:
+                    span, value = token.doc[start : token.i], token.doc[start : token.i].text
+                else:
+                    span = token.doc[start : token.i + 1]
+                    value = f"{token.doc[start : token.i].text} {head_word(token)}"
+                yield Candidate("plan", vocab.canonical_plan(value), span, "PLAN")

@@ -31,7 +31,8 @@ AFFIRMATION = re.compile(
     r"^\s*(?:(?:hmm+|um+|uh+|oh|well|ah|right)\W+)?"
     r"(?:yes|yeah|yep|sure|ok(?:ay)?|fine|perfect|great|sounds good|that works"
     r"|that'?s fine|that suits me|go ahead|please do|deal|probably|possibly|maybe|perhaps"
-    r"|go on|(?:that'?s |that would be |that'?d be )?(?:grand|lovely|brilliant|ideal)"
+    r"|go on|(?:that'?s |that would be |that'?d be )?(?:grand|lovely|brilliant|ideal|splendid"
+    r"|marvellous|wonderful|excellent)|(?:that |it )?works(?: for me)?"
     r"|i think so|i guess so)\b(?![^.!?]*\b(?:but|not|n't)\b)",
     re.IGNORECASE,
 )
@@ -88,10 +89,19 @@ class DialogueContext(Frozen):
         description="What a bare number answers: the last turns asked for or announced "
         "a door code, meter reading or phone number.",
     )
+    agent_asked_allergies: bool = Field(
+        default=False, description="That question asked about allergies ('Any allergies?')."
+    )
     agent_asked_choice: bool = Field(
         default=False, description="That question asked for a choice or preference."
     )
     last_predicate: str | None = None
+
+    def answer_predicate(self) -> str | None:
+        """What a verbless user answer names: an allergy, a thing liked, or nothing."""
+        if self.agent_asked_allergies:
+            return "allergy"
+        return "likes" if self.agent_asked_choice else None
 
     def topic_for(self, turn_index: int) -> str | None:
         """The time topic still in force at ``turn_index`` (None once it expired)."""
@@ -179,6 +189,7 @@ def advance(
         update["agent_asked_choice"] = "?" in event.text and bool(
             CHOICE_QUESTION.search(event.text)
         )
+        update["agent_asked_allergies"] = "?" in event.text and "allerg" in event.text.lower()
         # "Sure, go ahead." keeps the user's own "I want to give you a meter reading".
         update["number_topic"] = _number_topic_after(context, event, facts)
     else:
@@ -187,6 +198,7 @@ def advance(
             "offers": [],
             "agent_asked": False,
             "agent_asked_choice": False,
+            "agent_asked_allergies": False,
             "number_topic": _number_topic_after(context, event, facts),
         }
     return context.model_copy(update=update)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from pathlib import Path
@@ -31,7 +32,12 @@ from pipelines.extract.polarity import (
     is_update,
 )
 from pipelines.extract.scope import describes_offering
-from pipelines.extract.spans import clean_tagger_spans, gazetteer_times, with_gazetteer_places
+from pipelines.extract.spans import (
+    clean_tagger_spans,
+    gazetteer_times,
+    with_gazetteer_phones,
+    with_gazetteer_places,
+)
 from pipelines.ner.tagger import MODEL_PATH, NerTagger
 from pipelines.parse.model import Intent, ParsedTurn
 from pipelines.parse.parser import DialogueParser, parsed_head
@@ -52,8 +58,14 @@ CONFIDENCE_HEDGED = 0.6
 CONFIDENCE_CONFIRMED = 0.86
 # Sentences with these acts state no facts (questions, cancellations, chit-chat).
 NO_FACT_ACTS = frozenset({Intent.CHIT_CHAT, Intent.INQUIRY, Intent.CANCEL_REQUEST, Intent.UNKNOWN})
+# A question for information, unlike an offer ("How about Friday?", "Friday?").
+WH_QUESTION = re.compile(r"^\W*(?:what|which|when|where|who|why|how)\b(?! about)", re.IGNORECASE)
 # A user question that restates an earlier fact rather than asking.
-RESTATING_QUESTIONS = ("remember", "as i said", "as i told you", "like i said")
+RESTATING_QUESTION = re.compile(
+    r"^\W*(?:(?:hi|hiya|hello|hey|oh|so|and|also)\W+)*(?:remember|as i said|as i told you"
+    r"|like i said)\b",
+    re.IGNORECASE,
+)
 ASSERTORS = {Role.USER: Assertor.USER, Role.AGENT: Assertor.AGENT, Role.SYSTEM: Assertor.SYSTEM}
 
 
@@ -125,7 +137,7 @@ class FactExtractor:
             ]
             for span, s in zip(ner, spans, strict=False):
                 span.label_ = s.label
-            ner = with_gazetteer_places(sent, clean_tagger_spans(ner))
+            ner = with_gazetteer_phones(sent, with_gazetteer_places(sent, clean_tagger_spans(ner)))
             # A COMMITMENT span ("Never mornings though") does not hide a time in it.
             ner += gazetteer_times(sent, [s for s in ner if s.label_ != "COMMITMENT"])
             per_turn.setdefault(i, []).append((sent, ner))
@@ -179,7 +191,7 @@ class FactExtractor:
             found += lexicon_candidates(sent, is_agent)
             found += dependency_candidates(sent)
             found += fragment_candidates(
-                sent, found, ner, not is_agent and context.agent_asked_choice
+                sent, found, ner, None if is_agent else context.answer_predicate()
             )
             if not is_agent:
                 found += evaluation_candidates(sent, [c.span for c in found] + ner)
@@ -304,15 +316,27 @@ def _states_facts(sent: Any, act: Intent, role: Role) -> bool:
     if role is Role.AGENT and describes_offering(sent):
         return False
     if act is Intent.INQUIRY:
+        if role is Role.AGENT and WH_QUESTION.match(sent.text):
+            return False  # "What time on Friday?" asks, it offers nothing
         if role is Role.USER:
-            return sent.text.lstrip().lower().startswith(RESTATING_QUESTIONS)
+            # "Remember I told you Thursdays?" restates; "Friday?" and "monday
+            # instead?" propose a value; other user questions ask.
+            verbless = not any(t.pos_ in {"VERB", "AUX"} for t in sent)
+            return verbless or RESTATING_QUESTION.match(sent.text) is not None
         return not any(t.lower_ == "or" for t in sent)
     return act not in NO_FACT_ACTS
 
 
 def _dedupe(found: list[Candidate]) -> list[Candidate]:
-    """One candidate per (predicate, value): the same object can match two rules."""
+    """One candidate per (predicate, value): the same object can match two rules.
+
+    A thing "liked" that a closed list names ("I'd rather not do direct debit")
+    is that list's fact only.
+    """
     seen: dict[tuple[str, str], Candidate] = {}
+    listed = {c.value for c in found if c.predicate != "likes"}
     for cand in found:
+        if cand.predicate == "likes" and cand.value in listed:
+            continue
         seen.setdefault((cand.predicate, cand.value), cand)
     return list(seen.values())

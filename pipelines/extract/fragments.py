@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from pipelines.extract import vocabulary as vocab
-from pipelines.extract.candidates import Candidate, head_word, liked
+from pipelines.extract.candidates import ARRANGEMENT_NOUNS, Candidate, head_word, liked
 from pipelines.extract.spans import is_time_core
 
 LOCATIVE = frozenset({"at", "in", "on", "from", "near"})
@@ -57,22 +57,51 @@ FRAGMENT_STOP_NOUNS = frozenset(
         "choice",
         "alternative",
         "slot",
+        "use",
+        "chance",
     }
 )
 
 
-def _fragment_head(chunk: Any) -> bool:
-    """A noun phrase that can be a thing liked: not a time, topic, number or courtesy."""
+def _fragment_head(chunk: Any, answer: bool = False) -> bool:
+    """A noun phrase that can be a thing liked: not a time, topic, number or courtesy.
+
+    A topic word is one only outside an ``answer`` to a choice ("Train or
+    flight?" - "Train.").
+    """
     root = chunk.root
     # A topic word alone ("no delivery on Monday") is an arrangement; with a
     # modifier that is no time ("no paper bills") it names a thing.
     modified = any(not is_time_core(t) for t in chunk if t.i < root.i)
+    if root.lemma_.lower() in ARRANGEMENT_NOUNS and not modified:
+        return False  # "Delivery, maybe on Saturday." chooses how, not what is liked
     return (
         root.pos_ in {"NOUN", "PROPN"}
         and not any(t.like_num or t.is_digit for t in chunk)
         and root.lemma_.lower() not in FRAGMENT_STOP_NOUNS
-        and (modified or not any(root.lemma_.lower() in cues for _, cues in vocab.TIME_TOPICS))
+        and (
+            answer
+            or modified
+            or not any(root.lemma_.lower() in cues for _, cues in vocab.TIME_TOPICS)
+        )
     )
+
+
+def _phrases(sent: Any) -> list[Any]:
+    """SpaCy's noun chunks, plus "no X" phrases it leaves out ("no cutlery, we've got loads").
+
+    Also "neither a hostel nor ...", whose "neither" spaCy hangs off the noun.
+    """
+    chunks = list(sent.noun_chunks)
+    for token in sent:
+        det = [c for c in token.children if c.lower_ in {"no", "neither"} and c.i < token.i]
+        if (
+            det
+            and token.pos_ in {"NOUN", "PROPN"}
+            and not any(c.start <= token.i < c.end for c in chunks)
+        ):
+            chunks.append(sent.doc[det[0].i : token.i + 1])
+    return chunks
 
 
 def _common_noun_place(span: Any) -> bool:
@@ -80,20 +109,21 @@ def _common_noun_place(span: Any) -> bool:
 
 
 def fragment_candidates(
-    sent: Any, found: list[Candidate], ner: list[Any], answers_question: bool
+    sent: Any, found: list[Candidate], ner: list[Any], answer: str | None = None
 ) -> Iterator[Candidate]:
     """Likes stated as noun-phrase fragments: "No feta.", "Cooking, not sports."
 
     A negator ("no", "not", "never", "without", "nor") right before a noun phrase
     says the speaker does not want it, whatever the verb. A sentence without any
-    verb that answers the agent's choice question ("Which seat?" - "Aisle, please.") names
-    what the speaker likes. Phrases already read by another rule or overlapping a
-    NER span are left to that rule.
+    verb that answers the agent's question names what ``answer`` says: a thing
+    liked after a choice question ("Which seat?" - "Aisle, please."), an allergy
+    after "Any allergies?" ("Penicillin."). Phrases already read by another rule
+    or overlapping a NER span are left to that rule.
     """
     # A tagger PLACE over common nouns ("No SUVs") is no place; other spans hide their words.
     taken = [c.span for c in found] + [s for s in ner if not _common_noun_place(s)]
     verbless = not any(t.pos_ in {"VERB", "AUX"} for t in sent)
-    for chunk in sent.noun_chunks:
+    for chunk in _phrases(sent):
         if any(chunk.start < s.end and s.start < chunk.end for s in taken):
             continue
         # The phrase starts after the last negator, determiner, interjection or
@@ -115,12 +145,26 @@ def fragment_candidates(
         ):
             continue
         span = chunk.doc[start : root.i + 1]
-        if not _fragment_head(span):
+        answers = verbless and answer is not None
+        if not _fragment_head(span, answer=answers):
             continue
         before = chunk.doc[max(sent.start, chunk.start - 2) : start]
-        negated = any(t.lower_ in FRAGMENT_NEGATORS for t in before)
-        if negated or (verbless and answers_question):
-            value = f"{chunk.doc[start : root.i].text.lower()} {head_word(root)}".strip()
+        # "no cutlery", "none of the kiwis"; not "I never check that account" (a verb between).
+        negators = [t for t in before if t.lower_ in FRAGMENT_NEGATORS]
+        negated = bool(negators) and not any(
+            t.pos_ == "VERB" for t in chunk.doc[negators[-1].i : start]
+        )
+        # "there's no lift": how things are, not what the speaker wants.
+        if (
+            negated
+            and root.head.lemma_.lower() == "be"
+            and any(c.dep_ == "expl" for c in root.head.children)
+        ):
+            continue
+        value = f"{chunk.doc[start : root.i].text.lower()} {head_word(root)}".strip()
+        if answers and answer == "allergy" and not negated:
+            yield Candidate("allergy", value, span, "ITEM", explicit=False)
+        elif negated or answers:
             yield liked(value, span, explicit=False)
 
 

@@ -27,7 +27,9 @@ _MONTHS += ("october", "november", "december")
 _TIME_CORE = re.compile(
     r"^(?:(?:mon|tues|wednes|thurs|fri|satur|sun)days?|weekends?|weekdays?|mornings?|afternoons?"
     r"|evenings?|nights?|noon|midnight|tonight|today|tomorrow|week|month|year|hours|lunchtime"
-    r"|o'clock|[ap]\.?m\.?|mon|tues?|thurs?|thu|fri|weds|" + "|".join(_MONTHS) + r"|.*\d.*)$"
+    r"|o'clock|[ap]\.?m\.?|mon|tues?|thurs?|thu|fri|weds|sat|sun|"
+    + "|".join(_MONTHS)
+    + r"|.*\d.*)$"
 )
 # Words that may open a time span before its core ("before 9", "next week").
 _TIME_PREFIX = frozenset({"before", "after", "until", "till", "between", "next", "early", "late"})
@@ -76,6 +78,8 @@ def _trim_time(part: Any) -> Any | None:
         return None  # "Morning, I need a new tariff": a greeting too ("Thursday, not ..." is not)
     if len(span) == 1 and span[0].text.isdigit():
         return None  # a bare "10" is a size, a count or an hour nobody can place
+    if span.start > 0 and part.doc[span.start - 1].lower_ in {"all", "whole"}:
+        return None  # "I have physio all morning": a duration, no arrangement
     return span
 
 
@@ -173,14 +177,19 @@ def number_core(span: Any) -> Any:
 _DAY = r"(?:mon|tues|wednes|thurs|fri|satur|sun)days?"
 # Chat abbreviations of days ("cant do thurs. fri ok"); "sat", "sun" and "wed" are
 # left out: they are words ("I sat", "the sun", "we wed") more often than days.
-_DAY_ABBREVIATIONS = r"(?:mon|tues?|thurs?|thu|fri|weds)\.?(?!\w)"
+_DAY_ABBREVIATIONS = (
+    r"(?:mon|tues?|thurs?|thu|fri|weds)\.?(?!\w)"
+    # "sat morning", "sat, not before 9", "not sat this time, sun" -- never "the sun", "I sat".
+    r"|(?<!the )(?<!i )(?<!we )(?<!they )(?<!he )(?<!she )(?:sat|sun)"
+    r"(?=\s*(?:[,.]|$|\s+(?:morning|afternoon|evening|night|this|\d)))"
+)
 _PART = r"(?:mornings?|afternoons?|evenings?|nights?)"
 _CLOCK = r"\d{1,2}(?::\d{2})?\s?[ap]\.?m\.?"
 # Month names ("Probably in July"); "May" only capitalised, else it is the verb.
 _MONTH = "(?:" + "|".join(_MONTHS) + "|(?-i:May))"
 TIME_GAZETTEER = re.compile(
     rf"\b(?:(?:before|after|until)\s+(?:{_CLOCK}|\d{{1,2}}(?!\d)|noon|midnight)"
-    rf"|{_DAY}(?:\s+{_PART})?|{_DAY_ABBREVIATIONS}|weekends?|weekdays?|{_CLOCK}|tonight|tomorrow(?:\s+{_PART})?"
+    rf"|(?:{_DAY}|{_DAY_ABBREVIATIONS})(?:\s+{_PART})?|weekends?|weekdays?|{_CLOCK}|tonight|tomorrow(?:\s+{_PART})?"
     rf"|{_MONTH}(?:\s+\d{{1,2}}(?:st|nd|rd|th)?)?"
     rf"|(?<=in the )(?:{_PART})|(?<=at )night|working hours|mornings|afternoons|evenings"
     # "the 26th" is a day of the month; "the 3rd floor" is not.
@@ -212,11 +221,12 @@ def gazetteer_times(sent: Any, taken: list[Any]) -> list[Any]:
 # Street types: the common British/US ones; anything else is left to the tagger.
 _STREET_TYPES = (
     r"(?:Street|St|Road|Rd|Lane|Avenue|Ave|Close|Way|Drive|Place|Square|Crescent|Terrace"
-    r"|Court|Gardens|Grove|Hill|Row|Walk|Park|Mews|Boulevard)"
+    r"|Court|Gardens|Grove|Hill|Row|Walk|Park|Mews|Boulevard|View|Parade|Rise|Green|Quay)"
 )
 ADDRESS_GAZETTEER = re.compile(
     rf"\b(?:(?:Flat|Apartment|Apt|Unit) \d{{1,4}}[A-Za-z]?, )?"
-    rf"\d{{1,4}}[A-Za-z]? (?:[A-Z][a-z]+ ){{1,3}}{_STREET_TYPES}\b(?:, [A-Z][a-z]+)?"
+    rf"\d{{1,4}}[A-Za-z]? (?:[A-Z][a-z]+ ){{1,3}}{_STREET_TYPES}\b"
+    rf"(?:, (?:Flat|Apartment|Apt|Unit|Suite) \w+)?(?:, [A-Z][a-z]+)?"
 )
 
 
@@ -229,6 +239,23 @@ def with_gazetteer_places(sent: Any, spans: list[Any]) -> list[Any]:
     places = _gazetteer_spans(sent, [], ADDRESS_GAZETTEER, "PLACE")
     kept = [s for s in spans if not any(s.start < p.end and p.start < s.end for p in places)]
     return sorted(kept + places, key=lambda span: span.start)
+
+
+# A phone number the tagger cut into pieces ("07700 900 553"): digit groups with
+# spaces or dashes, 9 digits or more in all (shorter numbers are codes, readings).
+PHONE_GAZETTEER = re.compile(r"(?<![\w+])\+?\d{2,5}(?:[ -]\d{2,4}){1,3}(?![\w])")
+_PHONE_DIGITS = 9
+
+
+def with_gazetteer_phones(sent: Any, spans: list[Any]) -> list[Any]:
+    """``spans`` with grouped phone numbers as NUMBER spans, which win on overlap."""
+    phones = [
+        s
+        for s in _gazetteer_spans(sent, [], PHONE_GAZETTEER, "NUMBER")
+        if sum(c.isdigit() for c in s.text) >= _PHONE_DIGITS
+    ]
+    kept = [s for s in spans if not any(s.start < p.end and p.start < s.end for p in phones)]
+    return sorted(kept + phones, key=lambda span: span.start)
 
 
 def clean_tagger_spans(spans: list[Any]) -> list[Any]:

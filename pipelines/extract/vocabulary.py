@@ -60,7 +60,10 @@ TIME_TOPICS: tuple[tuple[str, frozenset[str]], ...] = (
         "delivery_time",
         # "order" in dialogue is almost always something sent to the user ("Maybe
         # I'll order on Sunday evening"), far more often than a table booking.
-        frozenset({"deliver", "delivery", "ship", "parcel", "arrive", "courier", "send", "order"}),
+        frozenset(
+            # No "bring": "bring the car in" is a visit as often as a delivery.
+            {"deliver", "delivery", "ship", "parcel", "arrive", "courier", "send", "order"}
+        ),
     ),
     (
         "contact_time",
@@ -71,12 +74,14 @@ TIME_TOPICS: tuple[tuple[str, frozenset[str]], ...] = (
         frozenset(
             # No "move": in support chat "move it to Friday" reschedules far more
             # often than it means moving house.
-            {"fly", "flight", "travel", "trip", "holiday", "hotel", "stay", "abroad"}
+            {"fly", "flight", "travel", "trip", "holiday", "hotel", "stay", "abroad", "train"}
         ),
     ),
     (
         "payment_date",
-        frozenset({"pay", "payment", "debit", "invoice", "bill", "month", "fee", "payday"}),
+        frozenset(
+            {"pay", "payment", "debit", "invoice", "bill", "month", "fee", "payday", "charge"}
+        ),
     ),
     # Last: the default predicate, listed so a booking cue resets a turn-context topic.
     (
@@ -121,13 +126,16 @@ PAYMENT_METHODS = {
     r"\bmastercard\b": "mastercard",
 }
 CONTACT_CHANNELS = {
-    r"\btext(?:s|ed)? me\b|\btext (?:messages?|alerts?)\b|\btexts\b|\bsms\b": "sms",
+    r"\btext(?:s|ed)? me\b|\btext (?:messages?|alerts?)\b|\btexts\b|\bsms\b"
+    r"|\btext (?:it|them) to me\b|\btext(?:'s| is) (?:fine|best|better|great|good)\b": "sms",
     r"\b(?:by|via) e-?mail\b|\be-?mail (?:is better|only)\b"
     r"|\be-?mail me\b(?! (?:any |the )?newsletters?)"
-    r"|\be-?mail(?:'s|\s+is|\s+works)?\s+(?:fine|best|better|great|good)\b": "email",
+    r"|\be-?mail(?:'s|\s+is|\s+works)?\s+(?:fine|best|better|great|good)\b"
+    r"|\be-?mail (?:it|them|the \w+)\b": "email",
     # "a call is better", "phone calls are fine": the channel, not a time ("call me at 5").
     r"\b(?:a|phone) calls? (?:is|are|would be) (?:better|fine|best)\b": "call",
-    r"\bpaper letters?\b|\bby post\b|\bletters\b": "letter",
+    r"\bpaper letters?\b|\bby post\b|\bletters\b"
+    r"|\ba letter(?:'s| is| would be) (?:fine|best|better|great|good)\b": "letter",
     r"\bnewsletters?\b": "newsletter",
     r"\bvoice ?mails?\b": "voicemail",
 }
@@ -157,6 +165,7 @@ _TIME_PLURALS = {
 # Chat abbreviations of days (those spans.TIME_GAZETTEER accepts).
 _DAY_SHORT = {"mon": "monday", "tue": "tuesday", "tues": "tuesday", "thu": "thursday"}
 _DAY_SHORT |= {"thur": "thursday", "thurs": "thursday", "fri": "friday", "weds": "wednesday"}
+_DAY_SHORT |= {"sat": "saturday", "sun": "sunday"}
 _TIME_DROP = re.compile(r"^(?:(?:on|at|in|the|this|every|any|around|about|by|from|of)\s+)+")
 # "next Monday" is just Monday; "next week" keeps its "next" (else it is any week).
 _NEXT_DAY = re.compile(
@@ -175,6 +184,14 @@ def canonical_time(text: str) -> str:
 
 
 _UNIT = re.compile(r"(\d)\s+(gb|mb|tb|mbps|gbps|gig)\b")
+
+
+# A data or speed allowance chosen as a plan: "the 500Mb one", "drop down to 10GB",
+# "500Mb, no more dithering" (not "I only get 5Mb", a measurement).
+PLAN_SIZE = re.compile(
+    r"(?:^|\b(?:the|to|for|take|want|get)\s+)\d+\s?(?:gb|mb|mbps|gbps|tb)\b",
+    re.IGNORECASE,
+)
 
 
 def canonical_plan(text: str) -> str:

@@ -251,6 +251,10 @@ ACT_RULES: Sequence[tuple[Intent, re.Pattern[str]]] = (
             # "can it come out on the 28th?", "maybe switch the delivery to Sundays?"
             "can it",
             "could it",
+            "can i switch",
+            "could i switch",
+            "can we switch",
+            "could we switch",
             "switch the",
             "switch it",
             "move the",
@@ -260,8 +264,10 @@ ACT_RULES: Sequence[tuple[Intent, re.Pattern[str]]] = (
         ),
     ),
 )
+# "can't do saturday now." states and "Do ring me" bids; "can we ...?", "do you ...?" ask.
 QUESTION_START = re.compile(
-    r"^(what|when|where|which|who|why|how|is|are|do|does|did|can|could|will|would|shall|should|may)\b",
+    r"^(?:what|when|where|which|who|why|how|is|are|can|could|will|would|shall|should|may"
+    r"|(?:do|does|did)(?=\s+(?:you|we|i|they|he|she|it|the|your|my|our)\b))(?![\w'’])",
     re.IGNORECASE,
 )
 WORD = re.compile(r"[^\W_]+(?:'[^\W_]+)?|[\U0001F300-\U0001FAFF\u2600-\u27BF]")

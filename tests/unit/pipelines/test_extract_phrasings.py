@@ -293,3 +293,80 @@ def test_an_offer_of_the_earliest_slot_is_accepted_by_a_plain_yes(
         ("s1", U, "Go on then, that's grand."),
     )
     assert {("appointment_time", "thursday", False), ("appointment_time", "4pm", False)} <= turns[2]
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("oh and no cutlery, we've got loads", ("likes", "cutlery", True)),
+        ("Neither a hostel nor a campsite, please.", ("likes", "hostel", True)),
+        ("Please don't email the invoice, a letter is fine.", ("contact_channel", "email", True)),
+        ("Please don't email the invoice, a letter is fine.", ("contact_channel", "letter", False)),
+        ("Text is best for me.", ("contact_channel", "sms", False)),
+        ("I'd prefer you didn't use the scented shampoo.", ("likes", "scented shampoo", True)),
+        ("Definitely not the TV bundle.", ("plan", "tv bundle", True)),
+        ("I might drop down to 150Mb if it's too dear.", ("plan", "150mb", False)),
+        ("My doctor confirmed the latex allergy.", ("allergy", "latex", False)),
+        ("Weekday visits are basically impossible for me.", ("appointment_time", "weekday", True)),
+        (
+            "Wednesday now clashes with swim practice for the visit.",
+            ("appointment_time", "wednesday", True),
+        ),
+        ("can't do saturday for the visit now.", ("appointment_time", "saturday", True)),
+        ("sat morning", ("appointment_time", "saturday morning", False)),
+        ("Do ring me, my number's 01947 600 214.", ("phone_number", "01947600214", False)),
+        ("Flat 2, 61 Harbour View, Whitby.", ("address", "flat 2, 61 harbour view, whitby", False)),
+    ],
+)
+def test_more_chat_forms(extractor: FactExtractor, text: str, expected: Triple) -> None:
+    assert expected in said(extractor, text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "I hate the stuff.",  # nothing in particular
+        "I never check that account.",  # a habit, no refusal of a thing
+        "There's no lift in the building.",  # how things are
+        "I have physio all morning.",  # a duration
+        "I eat meat again now, doctor's orders.",  # someone else's orders
+    ],
+)
+def test_no_invented_dislike_or_time(extractor: FactExtractor, text: str) -> None:
+    found = said(extractor, text)
+    assert not any(obj in {"stuff", "account", "lift", "morning", "order"} for _, obj, _ in found)
+
+
+def test_an_agents_question_for_information_offers_nothing(extractor: FactExtractor) -> None:
+    [found] = dialogue(extractor, ("s1", A, "What time on Friday?"))
+    assert found == set()
+
+
+def test_a_users_proposal_as_a_question_is_stated(extractor: FactExtractor) -> None:
+    turns = dialogue(
+        extractor,
+        ("s1", U, "Can you deliver the sofa on Monday?"),
+        ("s1", U, "Sorry, Monday doesn't work. Friday?"),
+    )
+    assert ("delivery_time", "friday", False) in turns[1]
+
+
+def test_a_verbless_answer_to_an_allergy_question_is_an_allergy(extractor: FactExtractor) -> None:
+    turns = dialogue(
+        extractor,
+        ("s1", A, "Any allergies we should know about?"),
+        ("s1", U, "Penicillin."),
+    )
+    assert turns[1] == {("allergy", "penicillin", False)}
+
+
+def test_a_users_call_time_is_a_contact_time_even_after_a_callback(
+    extractor: FactExtractor,
+) -> None:
+    turns = dialogue(
+        extractor,
+        ("s1", A, "We will call you back tomorrow."),
+        ("s1", U, "Tomorrow morning's no good, any time after 2pm."),
+    )
+    assert ("callback_time", "tomorrow", False) in turns[0]
+    assert ("contact_time", "after 2pm", False) in turns[1]
