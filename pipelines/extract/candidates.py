@@ -77,6 +77,15 @@ def liked(value: str, span: Any, reverse: bool = False, explicit: bool = True) -
     return Candidate("likes", value, span, "ITEM", explicit, reverse=reverse)
 
 
+def _someone_else_lives(sent: Any) -> bool:
+    """A town someone else lives in ("she lives in Portland"), not the speaker's address."""
+    return any(
+        t.lemma_.lower() in {"live", "move"}
+        and any(c.dep_ == "nsubj" and c.lower_ not in {"i", "we"} for c in t.children)
+        for t in sent
+    )
+
+
 def _lemmas(tokens: Any) -> set[str]:
     return {t.lemma_.lower() for t in tokens} | {t.lower_ for t in tokens}
 
@@ -216,6 +225,8 @@ def ner_candidates(
             taken.append(place)
             if place.start > sent.start and span.doc[place.start - 1].lower_ == "from":
                 continue  # "back from Dublin": where the speaker was, not where they go
+            if place.end < sent.end and span.doc[place.end].lemma_.lower() in PLAN_HEADS:
+                continue  # "our Fixed Saver tariff": a plan's name, no place
             value = vocab.canonical_place(place.text)
             # A street address is an address whatever the verb; a town is where the
             # user travels or lives, by the cue words around it.
@@ -223,7 +234,7 @@ def ner_candidates(
                 yield Candidate("address", value, place, "PLACE")
             elif lemmas & vocab.TRAVEL_CUES:
                 yield Candidate("travel", value, place, "PLACE")
-            elif lemmas & vocab.ADDRESS_CUES:
+            elif lemmas & vocab.ADDRESS_CUES and not _someone_else_lives(sent):
                 yield Candidate("address", value, place, "PLACE")
             elif place_topic is not None:
                 yield Candidate(place_topic, value, place, "PLACE", explicit=False)
@@ -350,6 +361,11 @@ def _speaker_is_self(verb: Any) -> bool:
     subjects = [c for c in verb.children if c.dep_ in {"nsubj", "nsubjpass"}]
     if not subjects or subjects[0].lower_ in {"i", "we"}:
         return True
+    # "Could you leave out the coriander?": a request made for the speaker.
+    if subjects[0].lower_ == "you" and verb.lemma_.lower() == "leave":
+        return any(
+            c.dep_ == "aux" and c.lower_ in {"could", "can", "would", "will"} for c in verb.children
+        )
     return bool(
         subjects[0].lower_ == "you"
         and verb.dep_ == "ccomp"
@@ -399,6 +415,8 @@ def dependency_candidates(sent: Any) -> Iterator[Candidate]:
                 or lemma in REFUSING_VERBS
             ):
                 reverse = False
+            elif lemma == "leave" and any(c.lower_ == "out" for c in token.children):
+                reverse = False  # "leave out the coriander": negex reads "leave out"
             elif lemma in PLAN_VERBS:
                 # "drop down to 10GB": the "to" may hang off the particle.
                 heads = [token, *(c for c in token.children if c.dep_ == "prt")]
@@ -426,6 +444,12 @@ def dependency_candidates(sent: Any) -> Iterator[Candidate]:
                     yield Candidate("plan", plan, phrase[0], "ITEM", reverse=reverse)
                 else:
                     yield liked(phrase[1], phrase[0], reverse)
+        # "allergic to ibuprofen" parsed as "to" + an xcomp (the tagger even calls
+        # an unknown drug name a verb): nothing but the allergen follows "allergic to".
+        if lemma == "allergic":
+            for obj in (c for c in token.children if c.dep_ == "xcomp" and c.is_alpha):
+                phrase = object_phrase(obj) or (token.doc[obj.i : obj.i + 1], obj.lower_)
+                yield Candidate("allergy", phrase[1], phrase[0], "ITEM")
         for prep in (c for c in token.children if c.dep_ == "prep"):
             head_predicate = PREP_HEADS.get((lemma, prep.lower_))
             if head_predicate is None:

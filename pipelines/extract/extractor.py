@@ -34,9 +34,9 @@ from pipelines.extract.polarity import (
 from pipelines.extract.scope import describes_offering
 from pipelines.extract.spans import (
     clean_tagger_spans,
-    gazetteer_times,
     with_gazetteer_phones,
     with_gazetteer_places,
+    with_gazetteer_times,
 )
 from pipelines.ner.tagger import MODEL_PATH, NerTagger
 from pipelines.parse.model import Intent, ParsedTurn
@@ -59,7 +59,10 @@ CONFIDENCE_CONFIRMED = 0.86
 # Sentences with these acts state no facts (questions, cancellations, chit-chat).
 NO_FACT_ACTS = frozenset({Intent.CHIT_CHAT, Intent.INQUIRY, Intent.CANCEL_REQUEST, Intent.UNKNOWN})
 # A question for information, unlike an offer ("How about Friday?", "Friday?").
-WH_QUESTION = re.compile(r"^\W*(?:what|which|when|where|who|why|how)\b(?! about)", re.IGNORECASE)
+WH_QUESTION = re.compile(
+    r"^\W*(?:(?:and|so|but|also|ok|okay)\W+)*(?:what|which|when|where|who|why|how)\b(?! about)",
+    re.IGNORECASE,
+)
 # A user question that restates an earlier fact rather than asking.
 RESTATING_QUESTION = re.compile(
     r"^\W*(?:(?:hi|hiya|hello|hey|oh|so|and|also)\W+)*(?:remember|as i said|as i told you"
@@ -138,8 +141,7 @@ class FactExtractor:
             for span, s in zip(ner, spans, strict=False):
                 span.label_ = s.label
             ner = with_gazetteer_phones(sent, with_gazetteer_places(sent, clean_tagger_spans(ner)))
-            # A COMMITMENT span ("Never mornings though") does not hide a time in it.
-            ner += gazetteer_times(sent, [s for s in ner if s.label_ != "COMMITMENT"])
+            ner = with_gazetteer_times(sent, ner)
             per_turn.setdefault(i, []).append((sent, ner))
         results: list[list[ExtractedFact]] = [[] for _ in pairs]
         updated = dict(contexts)

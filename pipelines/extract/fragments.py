@@ -7,6 +7,7 @@ chunks themselves.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -59,6 +60,8 @@ FRAGMENT_STOP_NOUNS = frozenset(
         "slot",
         "use",
         "chance",
+        "bother",
+        "place",
     }
 )
 
@@ -85,6 +88,18 @@ def _fragment_head(chunk: Any, answer: bool = False) -> bool:
             or not any(root.lemma_.lower() in cues for _, cues in vocab.TIME_TOPICS)
         )
     )
+
+
+DECLINE = re.compile(r"\bno,? thanks?\b|\bno thank you\b", re.IGNORECASE)
+
+
+def _regex_span(sent: Any, regex: re.Pattern[str]) -> Iterator[Any]:
+    for match in regex.finditer(sent.text):
+        span = sent.doc.char_span(
+            sent.start_char + match.start(), sent.start_char + match.end(), alignment_mode="expand"
+        )
+        if span is not None:
+            yield span
 
 
 def _phrases(sent: Any) -> list[Any]:
@@ -120,9 +135,15 @@ def fragment_candidates(
     after "Any allergies?" ("Penicillin."). Phrases already read by another rule
     or overlapping a NER span are left to that rule.
     """
-    # A tagger PLACE over common nouns ("No SUVs") is no place; other spans hide their words.
-    taken = [c.span for c in found] + [s for s in ner if not _common_noun_place(s)]
+    # A tagger PLACE over common nouns ("No SUVs") is no place and a COMMITMENT
+    # ("none of those") no object; other spans hide their words.
+    taken = [c.span for c in found] + [
+        s for s in ner if not _common_noun_place(s) and s.label_ != "COMMITMENT"
+    ]
     verbless = not any(t.pos_ in {"VERB", "AUX"} for t in sent)
+    # "Pilates no thanks.": what comes before a polite refusal is refused (negex
+    # reads the refusal as a following negation).
+    declined = next((m for m in _regex_span(sent, DECLINE)), None) if verbless else None
     for chunk in _phrases(sent):
         if any(chunk.start < s.end and s.start < chunk.end for s in taken):
             continue
@@ -164,7 +185,7 @@ def fragment_candidates(
         value = f"{chunk.doc[start : root.i].text.lower()} {head_word(root)}".strip()
         if answers and answer == "allergy" and not negated:
             yield Candidate("allergy", value, span, "ITEM", explicit=False)
-        elif negated or answers:
+        elif negated or answers or (declined and span.end <= declined.start):
             yield liked(value, span, explicit=False)
 
 

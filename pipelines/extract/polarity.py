@@ -62,6 +62,7 @@ EXTRA_TERMS: dict[str, list[str]] = {
         "no longer do",
         "can no longer do",
         "scratch",
+        "count me out for",
         "changed my mind about",
         "change my mind about",
     ],
@@ -114,6 +115,14 @@ EXTRA_TERMS: dict[str, list[str]] = {
         "do not work",
         "is no use",
         "are no use",
+        "is a no",
+        "are a no",
+        "is not ideal",
+        "isn't ideal",
+        "might be a stretch",
+        "would be a stretch",
+        "no thanks",
+        "no thank you",
         "is off",
         "are off",
         "impossible",
@@ -245,7 +254,16 @@ def dependency_negated(span: Any) -> bool:
         low, high = sorted((head.i, span.start))
         if any(t.lower_ in _CLAUSE_BREAKS for t in span.doc[low + 1 : high]):
             return False
-        if any(_negator(child) for child in head.children):
+        # A negator after the span past a clause break negates the next phrase:
+        # "the 28th please, not the 1st".
+        if any(
+            _negator(child)
+            and (
+                child.i < span.start
+                or not any(t.lower_ in _CLAUSE_BREAKS for t in span.doc[span.end : child.i])
+            )
+            for child in head.children
+        ):
             return True
         token = head
     return False

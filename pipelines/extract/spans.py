@@ -26,14 +26,14 @@ _MONTHS += ("october", "november", "december")
 # Words that make a span a time ("may" only as a proper noun: the month).
 _TIME_CORE = re.compile(
     r"^(?:(?:mon|tues|wednes|thurs|fri|satur|sun)days?|weekends?|weekdays?|mornings?|afternoons?"
-    r"|evenings?|nights?|noon|midnight|tonight|today|tomorrow|week|month|year|hours|lunchtime"
+    r"|evenings?|nights?|arvo|noon|midnight|tonight|today|tomorrow|week|month|year|hours|lunchtime"
     r"|o'clock|[ap]\.?m\.?|mon|tues?|thurs?|thu|fri|weds|sat|sun|"
     + "|".join(_MONTHS)
     + r"|.*\d.*)$"
 )
 # Words that may open a time span before its core ("before 9", "next week").
 _TIME_PREFIX = frozenset({"before", "after", "until", "till", "between", "next", "early", "late"})
-_TIME_PREFIX |= frozenset({"half", "quarter", "past", "working"})
+_TIME_PREFIX |= frozenset({"half", "quarter", "past", "working", "work", "office", "business"})
 # Durations are not points in time: "it can take 5 days", "in two hours", "one
 # more night" ("working hours" is a time: only a counted unit is a duration).
 _DURATION_UNITS = frozenset({"days", "minutes", "hours", "weeks", "months", "years"})
@@ -183,7 +183,7 @@ _DAY_ABBREVIATIONS = (
     r"|(?<!the )(?<!i )(?<!we )(?<!they )(?<!he )(?<!she )(?:sat|sun)"
     r"(?=\s*(?:[,.]|$|\s+(?:morning|afternoon|evening|night|this|\d)))"
 )
-_PART = r"(?:mornings?|afternoons?|evenings?|nights?)"
+_PART = r"(?:mornings?|afternoons?|evenings?|nights?|arvo)"
 _CLOCK = r"\d{1,2}(?::\d{2})?\s?[ap]\.?m\.?"
 # Month names ("Probably in July"); "May" only capitalised, else it is the verb.
 _MONTH = "(?:" + "|".join(_MONTHS) + "|(?-i:May))"
@@ -211,9 +211,29 @@ def _gazetteer_spans(sent: Any, taken: list[Any], regex: re.Pattern[str], label:
     return found
 
 
-def gazetteer_times(sent: Any, taken: list[Any]) -> list[Any]:
-    """TIME spans from the gazetteer that overlap none of the tagger's spans."""
-    return _gazetteer_spans(sent, taken, TIME_GAZETTEER, "TIME")
+def with_gazetteer_times(sent: Any, spans: list[Any]) -> list[Any]:
+    """``spans`` with the gazetteer's times, in text order.
+
+    A gazetteer time is added where it overlaps no tagger span but a COMMITMENT
+    ("Never mornings though"), and replaces tagger TIME spans it strictly
+    contains ("December" inside "December 3").
+    """
+    times = _gazetteer_spans(sent, [], TIME_GAZETTEER, "TIME")
+    kept, added = list(spans), []
+    for time in times:
+        overlapping = [s for s in kept if s.start < time.end and time.start < s.end]
+        if all(s.label_ == "COMMITMENT" for s in overlapping):
+            added.append(time)
+        elif all(
+            s.label_ == "TIME"
+            and time.start <= s.start
+            and s.end <= time.end
+            and len(s) < len(time)
+            for s in overlapping
+        ):
+            kept = [s for s in kept if s not in overlapping]
+            added.append(time)
+    return sorted(kept + added, key=lambda span: span.start)
 
 
 # A street address the tagger missed ("5 Mill Street, York."): a house number, one
@@ -244,16 +264,19 @@ def with_gazetteer_places(sent: Any, spans: list[Any]) -> list[Any]:
 # A phone number the tagger cut into pieces ("07700 900 553"): digit groups with
 # spaces or dashes, 9 digits or more in all (shorter numbers are codes, readings).
 PHONE_GAZETTEER = re.compile(r"(?<![\w+])\+?\d{2,5}(?:[ -]\d{2,4}){1,3}(?![\w])")
+# A code read out digit by digit: "code's 2 8 1 9", "It is 0 4 7 2 3 1".
+SPACED_DIGITS = re.compile(r"(?<![\w.:])\d(?: \d){3,}(?![\w.:]\d)")
 _PHONE_DIGITS = 9
 
 
 def with_gazetteer_phones(sent: Any, spans: list[Any]) -> list[Any]:
-    """``spans`` with grouped phone numbers as NUMBER spans, which win on overlap."""
+    """``spans`` with grouped phone numbers and spelt-out codes as NUMBER spans (they win)."""
     phones = [
         s
         for s in _gazetteer_spans(sent, [], PHONE_GAZETTEER, "NUMBER")
         if sum(c.isdigit() for c in s.text) >= _PHONE_DIGITS
     ]
+    phones += _gazetteer_spans(sent, phones, SPACED_DIGITS, "NUMBER")
     kept = [s for s in spans if not any(s.start < p.end and p.start < s.end for p in phones)]
     return sorted(kept + phones, key=lambda span: span.start)
 

@@ -127,17 +127,21 @@ PAYMENT_METHODS = {
 }
 CONTACT_CHANNELS = {
     r"\btext(?:s|ed)? me\b|\btext (?:messages?|alerts?)\b|\btexts\b|\bsms\b"
-    r"|\btext (?:it|them) to me\b|\btext(?:'s| is) (?:fine|best|better|great|good)\b": "sms",
+    r"|\btext (?:it|them) to me\b|\btext(?:'s| is) (?:fine|best|better|great|good|grand|ok|okay)\b"
+    r"|^\W*text(?: me)?(?: pls| please)?\W*$": "sms",
     r"\b(?:by|via) e-?mail\b|\be-?mail (?:is better|only)\b"
     r"|\be-?mail me\b(?! (?:any |the )?newsletters?)"
-    r"|\be-?mail(?:'s|\s+is|\s+works)?\s+(?:fine|best|better|great|good)\b"
+    r"|\be-?mail(?:'s|\s+is|\s+works)?\s+(?:fine|best|better|great|good|grand|ok|okay)\b"
+    r"|\bon e-?mail\b"
     r"|\be-?mail (?:it|them|the \w+)\b": "email",
     # "a call is better", "phone calls are fine": the channel, not a time ("call me at 5").
     r"\b(?:a|phone) calls? (?:is|are|would be) (?:better|fine|best)\b": "call",
     r"\bpaper letters?\b|\bby post\b|\bletters\b"
-    r"|\ba letter(?:'s| is| would be) (?:fine|best|better|great|good)\b": "letter",
+    r"|\ba letter(?:'s| is| would be) (?:fine|best|better|great|good)\b"
+    r"|\b(?:post|mail) (?:anything|it|them|letters?) (?:to|out)\b": "letter",
     r"\bnewsletters?\b": "newsletter",
     r"\bvoice ?mails?\b": "voicemail",
+    r"\bwhats ?app\b": "whatsapp",
 }
 # A channel named as a thing liked ("a text on the day would be great") is the channel.
 CHANNEL_NOUNS = {"text": "sms", "sms": "sms", "email": "email", "e-mail": "email"}
@@ -165,7 +169,7 @@ _TIME_PLURALS = {
 # Chat abbreviations of days (those spans.TIME_GAZETTEER accepts).
 _DAY_SHORT = {"mon": "monday", "tue": "tuesday", "tues": "tuesday", "thu": "thursday"}
 _DAY_SHORT |= {"thur": "thursday", "thurs": "thursday", "fri": "friday", "weds": "wednesday"}
-_DAY_SHORT |= {"sat": "saturday", "sun": "sunday"}
+_DAY_SHORT |= {"sat": "saturday", "sun": "sunday", "arvo": "afternoon"}
 _TIME_DROP = re.compile(r"^(?:(?:on|at|in|the|this|every|any|around|about|by|from|of)\s+)+")
 # "next Monday" is just Monday; "next week" keeps its "next" (else it is any week).
 _NEXT_DAY = re.compile(

@@ -251,6 +251,8 @@ ACT_RULES: Sequence[tuple[Intent, re.Pattern[str]]] = (
             # "can it come out on the 28th?", "maybe switch the delivery to Sundays?"
             "can it",
             "could it",
+            "can they",
+            "could they",
             "can i switch",
             "could i switch",
             "can we switch",
@@ -287,9 +289,16 @@ def memory_cues(text: str) -> list[str]:
     )
 
 
+# Wishes that close a conversation: "Thanks, have a lovely weekend!"
+FAREWELL = re.compile(
+    r"\bhave a (?:nice|lovely|good|great|wonderful) (?:day|weekend|evening|night|one)\b",
+    re.IGNORECASE,
+)
+
+
 def sentence_act(text: str, role: Role) -> Intent:
     """The dialogue act of one English sentence said by ``role``."""
-    if is_filler(text):
+    if is_filler(text) or (FAREWELL.search(text) and len(text.split()) <= 8):
         return Intent.CHIT_CHAT
     for intent, pattern in ACT_RULES:
         # Agents confirm and commit; a user's "done" or "booked" is a statement.

@@ -370,3 +370,43 @@ def test_a_users_call_time_is_a_contact_time_even_after_a_callback(
     )
     assert ("callback_time", "tomorrow", False) in turns[0]
     assert ("contact_time", "after 2pm", False) in turns[1]
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("Sundays are a no for the visit.", ("appointment_time", "sunday", True)),
+        ("Pilates no thanks.", ("likes", "pilates", True)),
+        ("Count me out for Tuesday's visit.", ("appointment_time", "tuesday", True)),
+        ("Thursday's not ideal for the visit now.", ("appointment_time", "thursday", True)),
+        ("Text is grand.", ("contact_channel", "sms", False)),
+        (
+            "Send the confirmation on WhatsApp, not on email.",
+            ("contact_channel", "whatsapp", False),
+        ),
+        ("Send the confirmation on WhatsApp, not on email.", ("contact_channel", "email", True)),
+        ("We'd prefer you didn't post anything to us.", ("contact_channel", "letter", True)),
+        ("fri arvo for the visit", ("appointment_time", "friday afternoon", False)),
+        ("The code's 2 8 1 9.", ("door_code", "2819", False)),
+        ("We fly in on December 3.", ("travel_time", "december 3", False)),
+        ("Could you leave out the coriander this time?", ("likes", "coriander", True)),
+        ("My doctor thinks I might be allergic to ibuprofen.", ("allergy", "ibuprofen", False)),
+        ("Call me, but not during work hours.", ("contact_time", "work hours", True)),
+    ],
+)
+def test_round_seven_forms(extractor: FactExtractor, text: str, expected: Triple) -> None:
+    assert expected in said(extractor, text)
+
+
+def test_a_later_not_negates_its_own_phrase_only(extractor: FactExtractor) -> None:
+    found = said(extractor, "The payment on the 28th please, not the 1st.")
+    assert {("payment_date", "28th", False), ("payment_date", "1st", True)} <= found
+
+
+def test_someone_elses_town_is_no_address(extractor: FactExtractor) -> None:
+    found = said(extractor, "I'd like to send flowers to my mom, she lives in Portland.")
+    assert not any(p == "address" for p, _, _ in found)
+
+
+def test_a_farewell_states_no_time(extractor: FactExtractor) -> None:
+    assert said(extractor, "Thanks, have a lovely weekend!") == set()
