@@ -34,11 +34,11 @@ DEVSET = Path(__file__).parent / "devset" / "conversations.txt"
 HELDOUT = Path(__file__).parent / "devset" / "heldout.txt"
 # A second held-out split, written before any output on it was looked at (task H6).
 HELDOUT2 = Path(__file__).parent / "devset" / "heldout2.txt"
-# Eight more (stop 10, tasks H1-H8), each written blind by an author who never
-# saw the rules or their output, two per tuning round: each pair was scored once
-# while unseen, then its errors were read to write the next round's rules
-# (benchmarks/devset/README.md). 9 and 10 are still unseen.
-HELDOUT_BLIND = [Path(__file__).parent / "devset" / f"heldout{n}.txt" for n in range(3, 11)]
+# Ten more (stop 10, tasks H1-H10), each written blind by an author who never
+# saw the rules or their output: each was scored once while unseen, then its
+# errors were read to write the next round's rules (benchmarks/devset/README.md).
+# 11 and 12 are still unseen.
+HELDOUT_BLIND = [Path(__file__).parent / "devset" / f"heldout{n}.txt" for n in range(3, 13)]
 # Which LongMemEval questions the natural-dialogue compression samples.
 NATURAL_SEED = 29
 COMMIT_THRESHOLD = 0.82  # the review gate's commit threshold (DESIGN.md §3)
@@ -252,7 +252,7 @@ def gold_compression(turns: list[Turn]) -> float:
 # What each split is to the rules (benchmarks/devset/README.md): "dev" was read
 # to write them, "tuned" was scored once unseen and then read, "blind" never was.
 ROLES = {"dev": "dev", "held": "tuned", "held2": "blind"}
-ROLES |= {f"held{n}": "tuned" for n in range(3, 9)} | {"held9": "blind", "held10": "blind"}
+ROLES |= {f"held{n}": "tuned" for n in range(3, 11)} | {"held11": "blind", "held12": "blind"}
 COLUMNS = (
     ("turns", "turns", "{:>6.0f}"),
     ("gold", "gold triples", "{:>6.0f}"),

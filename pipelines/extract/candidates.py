@@ -25,7 +25,7 @@ SELF_LIKE_VERBS = frozenset({"keep", "try"})
 DISLIKE_VERBS = frozenset({"hate", "dislike", "detest"})
 # Verbs whose object is refused: "avoid" is a negation cue of negex
 # (polarity.EXTRA_TERMS), which negates the object, so it must not flip again.
-REFUSING_VERBS = frozenset({"avoid"})
+REFUSING_VERBS = frozenset({"avoid", "skip"})
 # Verbs that only say something about preference when negated: "I don't want X".
 NEGATED_ONLY_VERBS = frozenset({"want", "need", "read", "watch", "use", "do"})
 NEGATED_ONLY_VERBS |= frozenset({"swallow", "tolerate"})
@@ -38,10 +38,10 @@ PREP_HEADS |= {("keen", "on"): "likes", ("mind", "about"): "likes"}
 # Things one arranges rather than likes: "I'd like the installation on Wednesday".
 ARRANGEMENT_NOUNS = frozenset(
     {"installation", "delivery", "call", "callback", "appointment", "visit", "booking"}
-)
+) | frozenset({"quote", "estimate", "refund", "repair", "replacement"})
 PLAN_NOUNS = frozenset({"plan", "tariff", "contract", "subscription"})
 # Heads whose modifiers name a plan: "the unlimited plan", "the TV bundle".
-PLAN_HEADS = frozenset({"plan", "tariff", "bundle", "package", "contract"})
+PLAN_HEADS = frozenset({"plan", "tariff", "bundle", "contract"})
 PLAN_VERBS = frozenset({"switch", "upgrade", "downgrade", "drop"})
 # "avoid anything with bleach": the thing is what "anything" is qualified by.
 WHOLE_PRONOUNS = frozenset({"anything", "something", "everything"})
@@ -75,6 +75,19 @@ def liked(value: str, span: Any, reverse: bool = False, explicit: bool = True) -
     if value in vocab.CHANNEL_NOUNS:
         return Candidate("contact_channel", vocab.CHANNEL_NOUNS[value], span, "CHANNEL", explicit)
     return Candidate("likes", value, span, "ITEM", explicit, reverse=reverse)
+
+
+def _someone_else(token: Any) -> bool:
+    """The predicate word's subject is a third party ("she's allergic", "my son is a fan")."""
+    if token.dep_ not in {"acomp", "attr"}:
+        return False
+    verb = token.head
+    subjects = [
+        c
+        for c in verb.children
+        if c.dep_ in {"nsubj", "nsubjpass"} and c.pos_ in {"PRON", "PROPN", "NOUN"}
+    ]
+    return bool(subjects) and subjects[0].lower_ not in {"i", "we", "you"}
 
 
 def _someone_else_lives(sent: Any) -> bool:
@@ -230,7 +243,7 @@ def ner_candidates(
             value = vocab.canonical_place(place.text)
             # A street address is an address whatever the verb; a town is where the
             # user travels or lives, by the cue words around it.
-            if value[:1].isdigit():
+            if value[:1].isdigit() or value.startswith(vocab.ADDRESS_UNITS):
                 yield Candidate("address", value, place, "PLACE")
             elif lemmas & vocab.TRAVEL_CUES:
                 yield Candidate("travel", value, place, "PLACE")
@@ -374,11 +387,12 @@ def _speaker_is_self(verb: Any) -> bool:
 
 
 def _done_to(verb: Any, obj: Any) -> bool:
-    """A participle after the object says what to do: "like X delivered", "want it sent"."""
+    """What to do follows the object: "like X delivered", "like a roofer to take a look"."""
     return any(
-        t.tag_ == "VBN" and t.i > obj.i and t.head in (verb, obj)
+        t.i > obj.i
+        and t.head in (verb, obj)
+        and (t.tag_ == "VBN" or (t.tag_ == "VB" and any(c.lower_ == "to" for c in t.children)))
         for t in verb.subtree
-        if t.i > obj.i
     )
 
 
@@ -446,14 +460,14 @@ def dependency_candidates(sent: Any) -> Iterator[Candidate]:
                     yield liked(phrase[1], phrase[0], reverse)
         # "allergic to ibuprofen" parsed as "to" + an xcomp (the tagger even calls
         # an unknown drug name a verb): nothing but the allergen follows "allergic to".
-        if lemma == "allergic":
+        if lemma == "allergic" and not _someone_else(token):
             for obj in (c for c in token.children if c.dep_ == "xcomp" and c.is_alpha):
                 phrase = object_phrase(obj) or (token.doc[obj.i : obj.i + 1], obj.lower_)
                 yield Candidate("allergy", phrase[1], phrase[0], "ITEM")
         for prep in (c for c in token.children if c.dep_ == "prep"):
             head_predicate = PREP_HEADS.get((lemma, prep.lower_))
-            if head_predicate is None:
-                continue
+            if head_predicate is None or _someone_else(token):
+                continue  # "she's allergic to chicken": the speaker's pet's, not theirs
             for obj in _objects(prep):
                 if (phrase := object_phrase(obj)) is None:
                     continue

@@ -171,8 +171,10 @@ def advance(
     # What the conversation is about is the first time it fixed: later cues are
     # asides ("I'm away that week") far more often than a change of subject, and
     # a cue word without a time ("my router stopped working") fixes nothing yet.
+    # Only the user's own times: an agent's remark ("we see a lot of those in
+    # January") fixes nothing.
     times = [f.predicate for f in facts if "TIME" in f.fields]
-    if context.standing_topic is None and times:
+    if context.standing_topic is None and times and event.role is Role.USER:
         update["standing_topic"] = times[0]
     if facts:
         update["last_predicate"] = facts[-1].predicate

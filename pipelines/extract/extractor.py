@@ -34,6 +34,7 @@ from pipelines.extract.polarity import (
 from pipelines.extract.scope import describes_offering
 from pipelines.extract.spans import (
     clean_tagger_spans,
+    is_time_core,
     with_gazetteer_phones,
     with_gazetteer_places,
     with_gazetteer_times,
@@ -317,16 +318,32 @@ def _states_facts(sent: Any, act: Intent, role: Role) -> bool:
     """
     if role is Role.AGENT and describes_offering(sent):
         return False
+    if role is Role.AGENT and WH_QUESTION.match(sent.text):
+        return False  # "Which evening would you like?" asks, it offers nothing
     if act is Intent.INQUIRY:
-        if role is Role.AGENT and WH_QUESTION.match(sent.text):
-            return False  # "What time on Friday?" asks, it offers nothing
         if role is Role.USER:
             # "Remember I told you Thursdays?" restates; "Friday?" and "monday
-            # instead?" propose a value; other user questions ask.
-            verbless = not any(t.pos_ in {"VERB", "AUX"} for t in sent)
-            return verbless or RESTATING_QUESTION.match(sent.text) is not None
+            # instead?" propose a value; "any news on the 25th?" asks.
+            return _proposes_a_time(sent) or RESTATING_QUESTION.match(sent.text) is not None
         return not any(t.lower_ == "or" for t in sent)
     return act not in NO_FACT_ACTS
+
+
+# Words a proposal may carry beside its time: "Maybe the following Saturday?"
+PROPOSAL_WORDS = frozenset(
+    {"maybe", "possibly", "perhaps", "probably", "the", "a", "following", "instead", "then"}
+)
+PROPOSAL_WORDS |= frozenset({"or", "and", "how", "what", "about", "on", "at", "in", "this", "next"})
+
+
+def _proposes_a_time(sent: Any) -> bool:
+    """A verbless question of time words only ("Friday?", "monday instead?")."""
+    words = [t for t in sent if t.is_alpha or t.like_num]
+    return (
+        bool(words)
+        and all(is_time_core(t) or t.lower_ in PROPOSAL_WORDS for t in words)
+        and any(is_time_core(t) for t in words)
+    )
 
 
 def _dedupe(found: list[Candidate]) -> list[Candidate]:

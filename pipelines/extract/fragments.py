@@ -62,6 +62,11 @@ FRAGMENT_STOP_NOUNS = frozenset(
         "chance",
         "bother",
         "place",
+        "please",
+        "pls",
+        "good",
+        "scratch",
+        "interest",
     }
 )
 
@@ -198,6 +203,13 @@ PRAISE = frozenset(
 PRAISE |= frozenset({"wonderful", "perfect", "brilliant"})
 
 
+def _for_me(verb: Any) -> bool:
+    return any(
+        c.dep_ == "prep" and c.lower_ == "for" and any(o.lower_ == "me" for o in c.children)
+        for c in verb.children
+    )
+
+
 def evaluation_candidates(sent: Any, taken: list[Any]) -> Iterator[Candidate]:
     """Likes stated as an evaluation of a thing: "<noun phrase> is/was <praise word>".
 
@@ -210,6 +222,8 @@ def evaluation_candidates(sent: Any, taken: list[Any]) -> Iterator[Candidate]:
         if token.lemma_.lower() == "agree":
             if not any(c.lower_ == "with" for c in token.children):
                 continue
+        elif token.lemma_.lower() == "be" and _for_me(token):
+            pass  # "Hot desking really isn't for me" (the polarity rules read the "n't")
         elif token.lemma_.lower() == "be":
             praise = [c for c in token.children if c.dep_ == "acomp" and c.lower_ in PRAISE]
             if not praise or any(c.dep_ == "neg" for c in token.children):

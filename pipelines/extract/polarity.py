@@ -62,6 +62,7 @@ EXTRA_TERMS: dict[str, list[str]] = {
         "no longer do",
         "can no longer do",
         "scratch",
+        "cease",
         "count me out for",
         "changed my mind about",
         "change my mind about",

@@ -83,7 +83,11 @@ def is_schedule_time(span: Any) -> bool:
     # "The engineer never came on Friday"; "Yes, bought in January" (a participle
     # with no auxiliary: "will be delivered on Monday" has one and is to come).
     auxiliaries = [c for c in verb.children if c.dep_ in {"aux", "auxpass"}]
-    past = verb.tag_ == "VBD" and subject is not None
+    # "it didn't show up Thursday": the past is on the auxiliary; "I'd prefer
+    # you didn't come before 10am" is a wish, not the past.
+    wished = verb.dep_ == "ccomp" and verb.head.lemma_.lower() in {"prefer", "rather", "wish"}
+    did = any(a.tag_ == "VBD" and a.lemma_ == "do" for a in auxiliaries) and not wished
+    past = (verb.tag_ == "VBD" or did) and subject is not None
     return not (
         past or (verb.tag_ == "VBN" and not auxiliaries and subject is None and not _wanted(verb))
     )
@@ -109,8 +113,9 @@ def describes_offering(sent: Any) -> bool:
         return False
     if subject.dep_ == "expl":
         return True
-    if subject.lower_ == "we" and root.lemma_.lower() == "have":
-        return True
+    # "We have a gym in Manchester", "We run evening groups on Mondays".
+    if subject.lower_ == "we" and root.lemma_.lower() in {"have", "run", "hold", "teach"}:
+        return root.lemma_.lower() == "have" or root.tag_ == "VBP"
     # A time or a topic of the user's arrangement ("Installation is booked for
     # Tuesday") as the subject: the sentence is about the user after all.
     if subject.pos_ not in {"NOUN", "PROPN"} or is_time_core(subject):

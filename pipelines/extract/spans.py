@@ -27,13 +27,14 @@ _MONTHS += ("october", "november", "december")
 _TIME_CORE = re.compile(
     r"^(?:(?:mon|tues|wednes|thurs|fri|satur|sun)days?|weekends?|weekdays?|mornings?|afternoons?"
     r"|evenings?|nights?|arvo|noon|midnight|tonight|today|tomorrow|week|month|year|hours|lunchtime"
-    r"|o'clock|[ap]\.?m\.?|mon|tues?|thurs?|thu|fri|weds|sat|sun|"
+    r"|o'clock|[ap]\.?m\.?|mon|tues?|wed|thurs?|thu|fri|weds|sat|sun|wkends?|"
     + "|".join(_MONTHS)
     + r"|.*\d.*)$"
 )
 # Words that may open a time span before its core ("before 9", "next week").
 _TIME_PREFIX = frozenset({"before", "after", "until", "till", "between", "next", "early", "late"})
 _TIME_PREFIX |= frozenset({"half", "quarter", "past", "working", "work", "office", "business"})
+_TIME_PREFIX |= frozenset({"school", "b4"})
 # Durations are not points in time: "it can take 5 days", "in two hours", "one
 # more night" ("working hours" is a time: only a counted unit is a duration).
 _DURATION_UNITS = frozenset({"days", "minutes", "hours", "weeks", "months", "years"})
@@ -84,19 +85,24 @@ def _trim_time(part: Any) -> Any | None:
 
 
 # A bound the tagger sometimes leaves outside its span ("come after | 11am").
-_TIME_BOUNDS = frozenset({"before", "after", "until", "till"})
+_TIME_BOUNDS = frozenset({"before", "after", "until", "till", "b4"})
+
+
+def _counted(unit: Any) -> bool:
+    """A number or count before a unit: "5 days", "few weeks", "12-month" (tokenised 12 - month)."""
+    if unit.i == 0:
+        return False
+    before = unit.nbor(-1)
+    if before.like_num or before.lower_ in _DURATION_COUNTS:
+        return True
+    return before.text == "-" and unit.i > 1 and unit.nbor(-2).like_num
 
 
 def time_parts(span: Any) -> list[Any]:
     """The times inside one TIME span, each trimmed to its time words."""
     if span.start > span.sent.start and span.doc[span.start - 1].lower_ in _TIME_BOUNDS:
         span = span.doc[span.start - 1 : span.end]
-    if any(
-        t.lower_ in _DURATION_UNITS
-        and t.i > 0
-        and (t.nbor(-1).like_num or t.nbor(-1).lower_ in _DURATION_COUNTS)
-        for t in span
-    ):
+    if any(t.lower_ in _DURATION_UNITS and _counted(t) for t in span):
         return []
     parts, start = [], span.start
     for token in span:
@@ -111,7 +117,9 @@ def time_parts(span: Any) -> list[Any]:
     return [part for part in trimmed if part is not None]
 
 
-CLAUSE_BREAKS = frozenset({",", ";", "but", ":"})
+# "My mum's staying with us so Wednesday evenings don't work": a reason's cue
+# words are not the time's topic.
+CLAUSE_BREAKS = frozenset({",", ";", "but", ":", "so", "because"})
 
 
 def clause_of(span: Any) -> Any:
@@ -178,7 +186,7 @@ _DAY = r"(?:mon|tues|wednes|thurs|fri|satur|sun)days?"
 # Chat abbreviations of days ("cant do thurs. fri ok"); "sat", "sun" and "wed" are
 # left out: they are words ("I sat", "the sun", "we wed") more often than days.
 _DAY_ABBREVIATIONS = (
-    r"(?:mon|tues?|thurs?|thu|fri|weds)\.?(?!\w)"
+    r"(?:mon|tues?|thurs?|thu|fri|weds|wkends?)\.?(?!\w)|(?-i:Wed)(?!\w)"
     # "sat morning", "sat, not before 9", "not sat this time, sun" -- never "the sun", "I sat".
     r"|(?<!the )(?<!i )(?<!we )(?<!they )(?<!he )(?<!she )(?:sat|sun)"
     r"(?=\s*(?:[,.]|$|\s+(?:morning|afternoon|evening|night|this|\d)))"
@@ -188,7 +196,7 @@ _CLOCK = r"\d{1,2}(?::\d{2})?\s?[ap]\.?m\.?"
 # Month names ("Probably in July"); "May" only capitalised, else it is the verb.
 _MONTH = "(?:" + "|".join(_MONTHS) + "|(?-i:May))"
 TIME_GAZETTEER = re.compile(
-    rf"\b(?:(?:before|after|until)\s+(?:{_CLOCK}|\d{{1,2}}(?!\d)|noon|midnight)"
+    rf"\b(?:(?:before|after|until|b4)\s+(?:{_CLOCK}|\d{{1,2}}(?!\d)|noon|midnight)"
     rf"|(?:{_DAY}|{_DAY_ABBREVIATIONS})(?:\s+{_PART})?|weekends?|weekdays?|{_CLOCK}|tonight|tomorrow(?:\s+{_PART})?"
     rf"|{_MONTH}(?:\s+\d{{1,2}}(?:st|nd|rd|th)?)?"
     rf"|(?<=in the )(?:{_PART})|(?<=at )night|working hours|mornings|afternoons|evenings"

@@ -132,8 +132,12 @@ CONTACT_CHANNELS = {
     r"\b(?:by|via) e-?mail\b|\be-?mail (?:is better|only)\b"
     r"|\be-?mail me\b(?! (?:any |the )?newsletters?)"
     r"|\be-?mail(?:'s|\s+is|\s+works)?\s+(?:fine|best|better|great|good|grand|ok|okay)\b"
-    r"|\bon e-?mail\b"
+    r"|\bon e-?mail\b|\bto my e-?mail\b|^\W*e-?mail(?: me)?,? (?:pls|please)\b"
     r"|\be-?mail (?:it|them|the \w+)\b": "email",
+    # "not by phone", "don't ring to confirm", "text me rather than calling".
+    r"\bby (?:tele)?phone\b|(?<=rather than )(?:calling|ringing)\b"
+    r"|(?<=instead of )(?:calling|ringing)\b"
+    r"|\bring (?:me )?to confirm\b": "call",
     # "a call is better", "phone calls are fine": the channel, not a time ("call me at 5").
     r"\b(?:a|phone) calls? (?:is|are|would be) (?:better|fine|best)\b": "call",
     r"\bpaper letters?\b|\bby post\b|\bletters\b"
@@ -146,6 +150,8 @@ CONTACT_CHANNELS = {
 # A channel named as a thing liked ("a text on the day would be great") is the channel.
 CHANNEL_NOUNS = {"text": "sms", "sms": "sms", "email": "email", "e-mail": "email"}
 CHANNEL_NOUNS |= {"call": "call", "phone call": "call", "letter": "letter", "post": "letter"}
+# A flat or unit number leading an address ("Apt 3B, 52 Bellwood Avenue").
+ADDRESS_UNITS = ("flat ", "apt ", "apartment ", "unit ", "suite ")
 EMAIL = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
 
 _TIME_PLURALS = {
@@ -169,7 +175,8 @@ _TIME_PLURALS = {
 # Chat abbreviations of days (those spans.TIME_GAZETTEER accepts).
 _DAY_SHORT = {"mon": "monday", "tue": "tuesday", "tues": "tuesday", "thu": "thursday"}
 _DAY_SHORT |= {"thur": "thursday", "thurs": "thursday", "fri": "friday", "weds": "wednesday"}
-_DAY_SHORT |= {"sat": "saturday", "sun": "sunday", "arvo": "afternoon"}
+_DAY_SHORT |= {"sat": "saturday", "sun": "sunday", "arvo": "afternoon", "wed": "wednesday"}
+_DAY_SHORT |= {"wkend": "weekend", "wkends": "weekend", "b4": "before"}
 _TIME_DROP = re.compile(r"^(?:(?:on|at|in|the|this|every|any|around|about|by|from|of)\s+)+")
 # "next Monday" is just Monday; "next week" keeps its "next" (else it is any week).
 _NEXT_DAY = re.compile(
@@ -184,6 +191,11 @@ def canonical_time(text: str) -> str:
     value = _TIME_DROP.sub("", value.strip(" .,!?;:")).strip()
     value = _NEXT_DAY.sub("", _TIME_DROP.sub("", value)).strip()
     words = [_DAY_SHORT.get(word.rstrip("."), word) for word in value.split()]
+    # "tomorrow am": a day's "am" is its morning (a clock's "9am" is one word).
+    words = [
+        "morning" if word == "am" and i and not words[i - 1][-1:].isdigit() else word
+        for i, word in enumerate(words)
+    ]
     return " ".join(_TIME_PLURALS.get(word, word) for word in words)
 
 

@@ -55,7 +55,11 @@ class DialogueParser:
         """Load the English spaCy pipeline (without its NER)."""
         import spacy
 
-        return cls(spacy.load(SPACY_MODEL, disable=list(DISABLED_PIPES)))
+        nlp = spacy.load(SPACY_MODEL, disable=list(DISABLED_PIPES))
+        # spaCy splits "Wed" as "We'd" ("We" + "d"); capitalised in chat it is the day.
+        for day in ("Wed", "Weds"):
+            nlp.tokenizer.add_special_case(day, [{"ORTH": day}])
+        return cls(nlp)
 
     def parse(self, event: DialogueEvent) -> ParsedTurn:
         """Parse one turn."""

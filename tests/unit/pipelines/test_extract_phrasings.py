@@ -410,3 +410,53 @@ def test_someone_elses_town_is_no_address(extractor: FactExtractor) -> None:
 
 def test_a_farewell_states_no_time(extractor: FactExtractor) -> None:
     assert said(extractor, "Thanks, have a lovely weekend!") == set()
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("tomorrow am for the visit", ("appointment_time", "tomorrow morning", False)),
+        ("no wkends for the visit pls", ("appointment_time", "weekend", True)),
+        ("can the van be there b4 8am?", ("appointment_time", "before 8am", False)),
+        ("Wed mornings for the visit.", ("appointment_time", "wednesday morning", False)),
+        ("Not by phone please, just email me.", ("contact_channel", "call", True)),
+        ("Text me rather than calling.", ("contact_channel", "call", True)),
+        ("Email please, I never open your letters.", ("contact_channel", "email", False)),
+        ("Please cease sending correspondence by post.", ("contact_channel", "letter", True)),
+        ("Also skip the sticky traps.", ("likes", "sticky trap", True)),
+        ("Hot desking really isn't for me.", ("likes", "hot desking", True)),
+        (
+            "Apt 3B, 52 Bellwood Avenue, Leicester.",
+            ("address", "apt 3b, 52 bellwood avenue, leicester", False),
+        ),
+        ("I'd prefer you didn't come before 10am.", ("appointment_time", "before 10am", True)),
+    ],
+)
+def test_round_eight_forms(extractor: FactExtractor, text: str, expected: Triple) -> None:
+    assert expected in said(extractor, text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Remember I told you she's allergic to chicken.",  # the dog's allergy
+        "Hi, any news on the 25th?",  # a question, not a proposal
+        "Hey, it didn't show up Thursday either.",  # the past
+        "The 12-month fix is the most popular.",  # a duration
+    ],
+)
+def test_round_eight_non_facts(extractor: FactExtractor, text: str) -> None:
+    found = said(extractor, text)
+    assert not any(
+        p in {"allergy", "payment_date"} or obj in {"25th", "thursday"} for p, obj, _ in found
+    )
+
+
+def test_we_run_groups_describes_the_business(extractor: FactExtractor) -> None:
+    [found] = dialogue(extractor, ("s1", A, "We run evening groups on Mondays and Wednesdays."))
+    assert found == set()
+
+
+def test_liking_someone_to_do_something_is_no_like(extractor: FactExtractor) -> None:
+    found = said(extractor, "I'd like a roofer to take a look.")
+    assert not any(p == "likes" for p, _, _ in found)
