@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, cast
 
 from pipelines.parse.acts import is_filler, memory_cues, sentence_act, turn_act
 from pipelines.parse.model import Intent, ParsedSentence, ParsedTurn
@@ -54,11 +54,13 @@ class DialogueParser:
     def load(cls) -> DialogueParser:
         """Load the English spaCy pipeline (without its NER)."""
         import spacy
+        from spacy.tokenizer import Tokenizer
 
         nlp = spacy.load(SPACY_MODEL, disable=list(DISABLED_PIPES))
         # spaCy splits "Wed" as "We'd" ("We" + "d"); capitalised in chat it is the day.
+        tokenizer = cast(Tokenizer, nlp.tokenizer)
         for day in ("Wed", "Weds"):
-            nlp.tokenizer.add_special_case(day, [{"ORTH": day}])
+            tokenizer.add_special_case(day, [{"ORTH": day}])
         return cls(nlp)
 
     def parse(self, event: DialogueEvent) -> ParsedTurn:
