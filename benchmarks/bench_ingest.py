@@ -10,9 +10,9 @@ sample stream repeated ``--repeat`` times with fresh users and event ids.
 - pass-through: a Faust app with the worker's batching (take_events, then
   send and await every record) that copies each input record to one output
   topic: the ceiling of the engine and broker on this machine, no stages.
-- ingest (faust): ``memstream worker`` (jobs/ingest_faust.py), all stages,
-  then ``memstream sink`` (jobs/cli_sink.py) writing Redis, Chroma and Neo4j.
-- ingest (flink): ``memstream flink`` (jobs/ingest_flink.py, local
+- ingest (faust): ``memstream worker`` (jobs/ingest/faust_worker.py), all stages,
+  then ``memstream sink`` (jobs/cli/sink.py) writing Redis, Chroma and Neo4j.
+- ingest (flink): ``memstream flink`` (jobs/ingest/flink_job.py, local
   mini-cluster), all stages, then the same sink. Its outputs are written in
   one Kafka transaction per checkpoint, so a read_committed reader (the sink
   too) sees them only when the checkpoint completes: its latency is bounded
@@ -69,13 +69,14 @@ from ingest_stores import TurnKey, TurnWatcher, drop_store_namespace, turn_key
 
 from connectors import kafka_admin
 from connectors.kafka_io import KeyedProducer
+from memstream.data import sample_dir
 from memstream.settings import get_settings
 from schemas.deadletter import DeadLetter
 from schemas.ops import MemoryOperation
 from schemas.topics import DIALOGUE_EVENTS, INPUT_TOPICS, MEMORY_DLQ, MEMORY_OPS, OUTPUT_TOPICS
 
 ROOT = Path(__file__).resolve().parent.parent
-SAMPLE_DIR = ROOT / "data" / "sample"
+SAMPLE_DIR = sample_dir()
 INGEST_GROUP = "memstream-ingest"  # the worker's default group id
 FLINK_GROUP = "memstream-ingest-flink"  # the Flink job's default group id
 # Checkpoint intervals the Flink job's paced phase lasts at least.
@@ -135,9 +136,9 @@ def _start(job: str, namespace: str, checkpoint_interval_s: float) -> Job:
         command = [sys.executable, str(ROOT / "benchmarks" / "ingest_passthrough.py"), namespace]
         return Job(job, command, namespace + PASSTHROUGH_GROUP)
     if job == FAUST:
-        command = [sys.executable, "-m", "jobs.cli_worker", "--namespace", namespace]
+        command = [sys.executable, "-m", "jobs.cli.worker", "--namespace", namespace]
         return Job(job, [*command, "--loglevel", "warning"], namespace + INGEST_GROUP)
-    command = [sys.executable, "-m", "jobs.cli_flink", "--namespace", namespace]
+    command = [sys.executable, "-m", "jobs.cli.flink", "--namespace", namespace]
     command += ["--checkpoint-interval", str(checkpoint_interval_s)]
     port = free_port()
     env = {"MEMSTREAM_METRICS__FLINK_PORT": str(port)}
@@ -148,7 +149,7 @@ def _start(job: str, namespace: str, checkpoint_interval_s: float) -> Job:
 
 def _start_sink(job: str, namespace: str, store_namespace: str, chroma_dir: Path) -> Job:
     """``memstream sink`` on the run's topics, into its own store namespace and Chroma directory."""
-    command = [sys.executable, "-m", "jobs.cli_sink", "--namespace", namespace]
+    command = [sys.executable, "-m", "jobs.cli.sink", "--namespace", namespace]
     command += ["--store-namespace", store_namespace, "--loglevel", "warning"]
     # An embedded Chroma of its own: nothing else writes that directory.
     env = {"MEMSTREAM_CHROMA__MODE": "embedded", "MEMSTREAM_CHROMA__PATH": str(chroma_dir)}
@@ -310,7 +311,7 @@ def measure(
         shutil.rmtree(chroma_dir, ignore_errors=True)
         mine = [t for t in kafka_admin.list_topics(bootstrap) if t.startswith(namespace)]
         kafka_admin.delete_topics(bootstrap, mine)
-        if job == FLINK:  # its checkpoints, by job name (jobs/ingest_flink.py)
+        if job == FLINK:  # its checkpoints, by job name (jobs/ingest/flink_job.py)
             checkpoints = settings.state_dir / "flink" / "checkpoints"
             shutil.rmtree(checkpoints / (namespace + FLINK_GROUP), ignore_errors=True)
 

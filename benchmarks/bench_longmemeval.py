@@ -4,7 +4,7 @@ For each sampled question, in one run against the real services:
 
 1. its haystack sessions become the dialogue events of ONE user (user id =
    question id), in time order, each carrying ``turn_id = {session}:{turn index}``;
-2. they run through the real ingest pipeline (``jobs.stages.load_pipeline`` /
+2. they run through the real ingest pipeline (``jobs.ingest.stages.load_pipeline`` /
    ``run_batch``: parse, extract, encode, review, route) and the operations go
    through the real Redis, Chroma and Neo4j writers, in a private namespace;
 3. ``MemoryService.recall(tenant, user, question, k=10)`` at the question's date
@@ -70,8 +70,8 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from connectors.chroma_memory import ChromaMemory
 from connectors.neo4j_memory import Neo4jMemory
 from connectors.redis_memory import RedisMemory
-from jobs.memory_service import KafkaActionPublisher, MemoryService, MemoryStores
-from jobs.stages import load_pipeline, run_batch
+from jobs.ingest.stages import load_pipeline, run_batch
+from jobs.serve.memory_service import KafkaActionPublisher, MemoryService, MemoryStores
 from memstream.settings import get_settings
 from pipelines.encode import Encoder
 from pipelines.ingest import IngestPipeline

@@ -7,7 +7,7 @@ For each size, in one run against the real services (items accumulate: the
   query embedding, Chroma HNSW (k x 5 candidates, marked retrieved), Neo4j and
   Redis reads, hybrid ranking (BM25 + exact fields + time);
 - ``sdk over http``    — the same through ``MemoryClient.over_http`` and the HTTP API
-  (``jobs.api``) under uvicorn on a local port;
+  (``jobs.serve.api``) under uvicorn on a local port;
 - ``query embedding``  — the MiniLM share of the above, alone;
 - ``numpy brute force``— exact cosine of the same query vectors against every
   item vector held in RAM (one matrix product + argpartition), the baseline;
@@ -52,9 +52,9 @@ import uvicorn
 from connectors.chroma_memory import ChromaMemory
 from connectors.neo4j_memory import Neo4jMemory
 from connectors.redis_memory import RedisMemory
-from jobs.api import create_app
-from jobs.api_keys import ApiKeyring
-from jobs.memory_service import KafkaActionPublisher, MemoryService, MemoryStores
+from jobs.serve.api import create_app
+from jobs.serve.keys import ApiKeyring
+from jobs.serve.memory_service import KafkaActionPublisher, MemoryService, MemoryStores
 from memstream.sdk import MemoryClient
 from pipelines.encode import Encoder
 from schemas import ids
@@ -135,7 +135,7 @@ def percentiles(samples: list[float]) -> tuple[float, float]:
 
 @contextmanager
 def http_server(service: MemoryService, tenant: str) -> Iterator[MemoryClient]:
-    """The HTTP API (``jobs.api``) under uvicorn on a free local port; a client of it."""
+    """The HTTP API (``jobs.serve.api``) under uvicorn on a free local port; a client of it."""
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]

@@ -3,7 +3,7 @@
     HF_HUB_OFFLINE=1 FLAIR_CACHE_ROOT=~/.cache/memstream/flair \
     ~/.cache/memstream/venv/bin/python benchmarks/bench_stage_speed.py [--repeat 3]
 
-Input: the committed sample stream (data/sample/dialogue.events.jsonl), in
+Input: the committed sample stream (memstream/data/sample/dialogue.events.jsonl), in
 batches as a worker would take them from Kafka. Prints the model load times,
 then turns/s of each stage alone and of the chain parse -> extract -> encode,
 with each stage's share of the chain's time, beside two baselines measured in
@@ -32,9 +32,10 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from memstream.data import sample_dir
 from schemas.events import DialogueEvent
 
-SAMPLE = Path(__file__).resolve().parent.parent / "data" / "sample" / "dialogue.events.jsonl"
+SAMPLE = sample_dir() / "dialogue.events.jsonl"
 TARGET_TURNS_PER_S = 300  # issue 3, "speed"
 STAGES = ("parse", "extract", "encode")
 # Turns per batch: what one Kafka poll hands a worker (the Faust/Flink jobs

@@ -1,4 +1,4 @@
-"""Generate the bundled sample stream in data/sample/ (deterministic).
+"""Generate the bundled sample stream in memstream/data/sample/ (deterministic).
 
     python benchmarks/generate_sample.py [--out DIR]
 
@@ -6,7 +6,7 @@ Three tenants (a fibre ISP, a food-delivery service, a travel agency), eight
 users and 28 hand-written sessions of customer-service dialogue carrying facts
 (phones, addresses, preferences, appointments), negations in varied forms,
 corrections, hedges and chit-chat; CRM webhooks; user actions around the
-sessions. The hand-written part is in data/sample/script/; this module adds
+sessions. The hand-written part is in memstream/data/sample/script/; this module adds
 ids, event times and browsing noise from a fixed seed. Same script, same seed,
 same bytes: the output is committed and a unit test regenerates it and compares.
 """
@@ -21,10 +21,11 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from memstream.data import sample_dir
 from schemas.events import CrmWebhook, DialogueEvent, UserAction
 from schemas.topics import CRM_WEBHOOKS, DIALOGUE_EVENTS, USER_ACTIONS
 
-OUT_DIR = Path(__file__).resolve().parent.parent / "data" / "sample"
+OUT_DIR = sample_dir()
 # The hand-written source: dialogues, CRM changes and key actions (the format
 # of each is described at the top of its file).
 SCRIPT_DIR = OUT_DIR / "script"

@@ -4,7 +4,7 @@ One typed, synchronous client with two ways to reach memory and the same
 methods either way:
 
 - ``MemoryClient.in_process(service, tenant_id)`` calls a
-  ``jobs.memory_service.MemoryService`` directly (an agent living in the same
+  ``jobs.serve.memory_service.MemoryService`` directly (an agent living in the same
   process as memstream, tests, benchmarks);
 - ``MemoryClient.over_http(base_url, api_key)`` calls the HTTP API
   (``memstream serve``); the API key decides the tenant.
@@ -32,7 +32,7 @@ from schemas.memory import MemoryKind, Polarity, Tier
 from schemas.query import ActionReceipt, MemorySnapshot, RecallFilters, RecallHit
 
 if TYPE_CHECKING:  # the service pulls in every store client; HTTP users need none
-    from jobs.memory_service import MemoryService
+    from jobs.serve.memory_service import MemoryService
 
 # Recall over HTTP waits this long: a cold MiniLM load on the server takes a few
 # seconds, a warm recall well under one (benchmarks/bench_recall.py).

@@ -1,6 +1,6 @@
 """Backpressure policy of the sink job: write a store directly, or spool its operations.
 
-Pure: no clock, no store, no Redis. The sink job (jobs/sink_job.py) keeps one
+Pure: no clock, no store, no Redis. The sink job (jobs/sink/job.py) keeps one
 :class:`StorePolicy` per store, tells it what each write did, and asks it where
 the next operations go. DESIGN.md §5: "when a store's write latency goes over
 200 ms or it is down, operations go to a Redis spool instead, and are replayed

@@ -1,7 +1,7 @@
 """What the query side (SDK, HTTP API, MCP tools) takes and returns.
 
 Every model here is plain data: the ranking lives in ``pipelines/recall.py``,
-the reads and the action publishing in ``jobs/memory_service.py``.
+the reads and the action publishing in ``jobs/serve/memory_service.py``.
 """
 
 from __future__ import annotations

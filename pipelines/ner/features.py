@@ -25,7 +25,7 @@ FEATURE_FIELDS = ("lower", "shape", "suffix")
 MAX_DIGIT_RUN = 3
 MAX_LETTER_RUN = 1
 # Three letters tell weekdays ("day"), streets ("eet", "oad") and -ing verbs apart
-# while the suffix vocabulary stays a few hundred entries on data/ner.
+# while the suffix vocabulary stays a few hundred entries on memstream/data/ner.
 SUFFIX_CHARS = 3
 
 

@@ -1,7 +1,7 @@
 """Load the project's Flair SequenceTagger once and tag pre-tokenised sentences.
 
 The tagger is trained on text tokenised by spaCy's English tokenizer
-(``data/ner/*.conll``), so callers pass spaCy tokens: the same tokenizer for
+(``memstream/data/ner/*.conll``), so callers pass spaCy tokens: the same tokenizer for
 training and prediction (STACK.md).
 """
 

@@ -1,4 +1,4 @@
-"""Train and evaluate the project's Flair NER tagger on the CoNLL files in ``data/ner/``.
+"""Train and evaluate the project's Flair NER tagger on the CoNLL files in ``memstream/data/ner/``.
 
 Kept beside the tagger (not in ``jobs/``) so the unit tests can retrain a tiny
 model in a temporary directory and the CLI stays a thin composition root.
@@ -19,7 +19,7 @@ from pipelines.ner.tagger import LABEL_TYPE, NerTagger
 # Embedding and network sizes. Words are embedded from the cheap features of
 # pipelines/ner/features.py, not a character LSTM: the Char+OneHot tagger spent
 # ~60 % of its time in flair's per-sentence char LSTM (bench_stage_speed).
-# Vocabularies on data/ner/train.conll: ~300 words seen twice, 20 shapes, ~250 suffixes.
+# Vocabularies on memstream/data/ner/train.conll: ~300 words seen twice, 20 shapes, ~250 suffixes.
 FEATURE_DIMS = {"lower": 32, "shape": 8, "suffix": 16}
 # A word seen once trains its own vector; rarer words share "<unk>", which
 # would stay untrained with 1 (unseen towns are common at run time).

@@ -24,7 +24,7 @@ from mcp.types import CallToolResult, Tool
 from tier_ops import fact, held, op, phone_change, upsert
 
 from connectors.kafka_io import end_offsets, read_topic
-from jobs.memory_service import MemoryStores
+from jobs.serve.memory_service import MemoryStores
 from schemas.events import UserAction
 from schemas.memory import MemoryKind, Polarity, Tier
 from schemas.ops import MemoryOperation, OpType, StatusEntry

@@ -2,7 +2,7 @@
 
 Every helper takes a ``namespace`` (a prefix of every topic and of the
 consumer group) so that a test's topics and offsets are its own. The worker
-runs as a real subprocess (``python -m jobs.cli_worker``), the way an operator
+runs as a real subprocess (``python -m jobs.cli.worker``), the way an operator
 runs it; the helpers watch it through Kafka only: committed offsets of its
 group and the records on its output topics.
 """
@@ -22,12 +22,13 @@ from pathlib import Path
 from connectors import kafka_admin
 from connectors.kafka_io import KeyedProducer, Record, end_offsets, read_topic
 from connectors.kafka_offsets import OffsetReader
+from memstream.data import sample_dir
 from schemas.deadletter import DeadLetter
 from schemas.ops import MemoryOperation
 from schemas.topics import ALL_TOPICS, MEMORY_DLQ, MEMORY_OPS, MEMORY_PENDING
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-SAMPLE_DIR = REPO_ROOT / "data" / "sample"
+SAMPLE_DIR = sample_dir()
 GROUP_ID = "memstream-ingest"  # the worker's default group id (before the namespace)
 # Private topics accept messages as large as the project's topics do
 # (settings.kafka.max_message_bytes), so an oversized record reaches the worker.
@@ -84,7 +85,7 @@ class Worker:
         self.log_path = log_path
         self.extra_args = extra_args
         env = {**os.environ, **_OFFLINE_ENV}
-        command = [sys.executable, "-m", "jobs.cli_worker", "--namespace", namespace]
+        command = [sys.executable, "-m", "jobs.cli.worker", "--namespace", namespace]
         with log_path.open("ab") as log:
             self.process = subprocess.Popen(  # noqa: S603 - our own interpreter and module
                 [*command, *extra_args], cwd=REPO_ROOT, env=env, stdout=log, stderr=log

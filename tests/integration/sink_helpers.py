@@ -27,8 +27,8 @@ from connectors.kafka_io import KeyedProducer, end_offsets
 from connectors.kafka_offsets import OffsetReader, OffsetsUnavailable
 from connectors.neo4j_memory import Neo4jMemory
 from connectors.redis_memory import RedisMemory, RedisSpool
-from jobs.sink_job import SinkConfig, SinkJob, open_lanes
-from jobs.sink_lane import StoreLane, spool_namespace
+from jobs.sink.job import SinkConfig, SinkJob, open_lanes
+from jobs.sink.lane import StoreLane, spool_namespace
 from memstream.settings import Settings
 from pipelines.review import Reviewer
 from schemas.events import CrmWebhook, DialogueEvent, InputEvent, Role

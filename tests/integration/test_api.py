@@ -17,9 +17,9 @@ from api_helpers import SeededUser, new_key, published_action, seed_user
 from fastapi.testclient import TestClient
 from tier_ops import T0, T1
 
-from jobs.api import MAX_BODY_BYTES, MAX_QUERY_CHARS, create_app
-from jobs.api_keys import ApiKeyring
-from jobs.memory_service import MAX_K, MemoryService, MemoryStores
+from jobs.serve.api import MAX_BODY_BYTES, MAX_QUERY_CHARS, create_app
+from jobs.serve.keys import ApiKeyring
+from jobs.serve.memory_service import MAX_K, MemoryService, MemoryStores
 from memstream.settings import Settings
 from schemas.events import ActionType
 from schemas.query import ActionReceipt, MemorySnapshot, RecallHit
@@ -279,7 +279,7 @@ def test_serve_cli_runs_the_api_under_uvicorn(seeded: SeededUser, key: str, tmp_
     command = [
         sys.executable,
         "-c",
-        "import typer; from jobs.cli_serve import serve; typer.run(serve)",
+        "import typer; from jobs.cli.serve import serve; typer.run(serve)",
         "--keys-file",
         str(keys_file),
         "--port",

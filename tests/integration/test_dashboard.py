@@ -27,11 +27,11 @@ from api_helpers import new_key
 from metrics_helpers import Traffic, free_port, private_topic, wait_until
 
 from connectors.kafka_offsets import OffsetReader
-from jobs.cli_lag import LagMonitor
+from jobs.ops.lag import LagMonitor
 from pipelines.lag import Rules, Status
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-SERVE = "import typer; from jobs.cli_serve import serve; typer.run(serve)"
+SERVE = "import typer; from jobs.cli.serve import serve; typer.run(serve)"
 PARTITIONS = 2
 # Fast enough for several samples per round of traffic, slow enough to be cheap.
 SAMPLE_INTERVAL_S = 0.5

@@ -21,7 +21,7 @@ from tier_ops import op
 from connectors.chroma_memory import ChromaMemory
 from connectors.neo4j_memory import Neo4jMemory
 from connectors.redis_memory import RedisMemory
-from jobs.memory_service import KafkaActionPublisher, MemoryService, MemoryStores
+from jobs.serve.memory_service import KafkaActionPublisher, MemoryService, MemoryStores
 from pipelines.actions import action_facts
 from pipelines.encode import Encoder
 from pipelines.review import Reviewer

@@ -40,7 +40,7 @@ from metrics_helpers import Sample, free_port, scrape, value
 
 from connectors.kafka_io import Record, read_topic
 from connectors.kafka_offsets import OffsetReader
-from jobs.stages import load_pipeline
+from jobs.ingest.stages import load_pipeline
 from memstream.settings import Settings
 from pipelines.ingest import SourceRecord
 from pipelines.review import UserMemoryState

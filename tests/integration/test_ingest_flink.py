@@ -1,6 +1,6 @@
 """The PyFlink ingest job against the real broker: outputs, bad input, parity, exactly once.
 
-The job runs as a subprocess (``python -m jobs.cli_flink``) on private topics,
+The job runs as a subprocess (``python -m jobs.cli.flink``) on private topics,
 with 2 s checkpoints so its transactions commit quickly. Input goes in phases
 (turns, then actions, then CRM webhooks), each published once the job has
 committed the previous one: a user's events on different topics have no
@@ -53,8 +53,8 @@ from ingest_helpers import (
 
 from connectors.kafka_io import Record, end_offsets, read_topic
 from connectors.kafka_offsets import OffsetReader
-from jobs.ingest_flink import latest_checkpoint
-from jobs.stages import load_pipeline, run_batch
+from jobs.ingest.flink_job import latest_checkpoint
+from jobs.ingest.stages import load_pipeline, run_batch
 from memstream.settings import Settings
 from pipelines.ingest import IngestPipeline, SourceRecord
 from pipelines.review import UserMemoryState
@@ -100,7 +100,7 @@ class FlinkJob:
         self.namespace = namespace
         self.log_path = log_path
         self.args = args
-        command = [sys.executable, "-m", "jobs.cli_flink", "--namespace", namespace]
+        command = [sys.executable, "-m", "jobs.cli.flink", "--namespace", namespace]
         # The helpers watch the group named GROUP_ID; the namespace keeps the
         # job apart from any Faust worker.
         command += ["--group-id", GROUP_ID, "--checkpoint-interval", str(CHECKPOINT_INTERVAL_S)]

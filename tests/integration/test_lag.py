@@ -22,7 +22,8 @@ from connectors import kafka_admin
 from connectors.kafka_io import consumer, transaction, transactional_producer
 from connectors.kafka_offsets import OffsetReader
 from infra import toolchain
-from jobs.cli_lag import LagMonitor, lag
+from jobs.cli.lag import lag
+from jobs.ops.lag import LagMonitor
 from memstream.settings import Settings, get_settings
 from pipelines.lag import Rules, Status
 

@@ -23,8 +23,8 @@ from mcp.server.fastmcp import FastMCP
 from mcp.types import CallToolResult
 from tier_ops import T0, T1
 
-from jobs.mcp_server import build_mcp_server
-from jobs.memory_service import MAX_K, MemoryService, MemoryStores
+from jobs.serve.mcp_server import build_mcp_server
+from jobs.serve.memory_service import MAX_K, MemoryService, MemoryStores
 from memstream.settings import Settings
 from schemas.events import ActionType
 from schemas.query import ActionReceipt, MemorySnapshot, RecallHit
@@ -159,7 +159,7 @@ def cli_args(seeded: SeededUser, tmp_path: Path) -> list[str]:
     key_file.write_text(key + "\n")
     return [
         "-c",
-        "import typer; from jobs.cli_serve import mcp; typer.run(mcp)",
+        "import typer; from jobs.cli.serve import mcp; typer.run(mcp)",
         "--key-file",
         str(key_file),
         "--keys-file",

@@ -22,9 +22,9 @@ from connectors.chroma_memory import ChromaMemory
 from connectors.kafka_io import end_offsets, read_topic
 from connectors.neo4j_memory import Neo4jMemory
 from connectors.redis_memory import RedisMemory
-from jobs.api import create_app
-from jobs.api_keys import ApiKeyring
-from jobs.memory_service import (
+from jobs.serve.api import create_app
+from jobs.serve.keys import ApiKeyring
+from jobs.serve.memory_service import (
     POOL_MIN,
     KafkaActionPublisher,
     MemoryService,

@@ -27,11 +27,11 @@ from sink_helpers import caught_up, create_topics, delete_topics, make_stream, p
 
 from connectors.kafka_io import KeyedProducer
 from connectors.kafka_offsets import OffsetReader
-from jobs.api import create_app
-from jobs.api_keys import ApiKeyring
-from jobs.cli_lag import LagMonitor
-from jobs.dashboard import LagSampler
-from jobs.memory_service import MemoryService, MemoryStores
+from jobs.ops.lag import LagMonitor
+from jobs.serve.api import create_app
+from jobs.serve.dashboard import LagSampler
+from jobs.serve.keys import ApiKeyring
+from jobs.serve.memory_service import MemoryService, MemoryStores
 from memstream.settings import Settings
 from pipelines.lag import Rules, Status
 from schemas.topics import MEMORY_OPS
@@ -123,7 +123,7 @@ def test_sink_job_serves_its_metrics(
         "MEMSTREAM_METRICS__SINK_PORT": str(port),
     }
     command = [
-        sys.executable, "-m", "jobs.cli_sink",
+        sys.executable, "-m", "jobs.cli.sink",
         "--namespace", namespace, "--store-namespace", f"m{unique}",
         # Every Chroma and Neo4j write is slower than 1 ms, and small batches make
         # two slow writes in a row (the policy's trip): both fall back to the spool.
@@ -166,6 +166,6 @@ def test_sink_job_serves_its_metrics(
         depth = get("memstream_sink_spool_depth", store=store)
         assert spooled > 0
         # No equality with spooled - drained: a drain batch slower than the 1 ms
-        # budget is applied but stays spooled (jobs/sink_lane.py), so the same
+        # budget is applied but stays spooled (jobs/sink/lane.py), so the same
         # ops can count as drained and still be parked, and be drained again.
         assert 0 <= depth <= spooled

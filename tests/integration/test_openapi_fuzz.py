@@ -27,9 +27,9 @@ from hypothesis import HealthCheck, settings
 from schemathesis import Case
 from schemathesis.checks import positive_data_acceptance
 
-from jobs.api import create_app, openapi_document
-from jobs.api_keys import ApiKeyring
-from jobs.memory_service import MemoryService, MemoryStores
+from jobs.serve.api import create_app, openapi_document
+from jobs.serve.keys import ApiKeyring
+from jobs.serve.memory_service import MemoryService, MemoryStores
 from memstream.settings import Settings
 
 # Examples per operation: every operation is tried with valid and invalid data

@@ -40,8 +40,8 @@ import infra
 from connectors.chroma_memory import ChromaMemory
 from connectors.neo4j_memory import Neo4jMemory
 from connectors.redis_memory import RedisMemory
-from jobs.sink_job import SinkConfig, open_lanes
-from jobs.sink_lane import StoreLane
+from jobs.sink.job import SinkConfig, open_lanes
+from jobs.sink.lane import StoreLane
 from memstream.settings import Neo4jSettings, Settings
 from pipelines.backpressure import BackpressureConfig, Mode, Trip
 from schemas.memory import Tier

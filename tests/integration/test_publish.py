@@ -12,7 +12,7 @@ import pytest
 
 from connectors import kafka_admin
 from connectors.kafka_io import Record, end_offsets, read_topic
-from jobs.cli_run import SAMPLE_DIR, publish_sample
+from jobs.cli.run import SAMPLE_DIR, publish_sample
 from memstream.settings import Settings
 from schemas.deadletter import DeadLetter
 from schemas.topics import DIALOGUE_EVENTS, INPUT_TOPICS, MEMORY_DLQ

@@ -42,13 +42,13 @@ from connectors import kafka_admin
 from connectors.kafka_io import end_offsets, read_topic
 from connectors.kafka_range import RangeReader
 from connectors.namespace_dump import User, UserDump, dump_user, namespace_users
-from jobs import cli_replay
-from jobs.audit_diff import diff_user
-from jobs.memory_report import open_readers
-from jobs.replay import merge_by_time, open_writers, run_replay
-from jobs.replay_plan import ReplayRequest, plan_ranges
-from jobs.sink_job import open_lanes
-from jobs.stages import load_pipeline, run_batch
+from jobs.cli import replay as cli_replay
+from jobs.ingest.stages import load_pipeline, run_batch
+from jobs.ops.audit_diff import diff_user
+from jobs.ops.memory_report import open_readers
+from jobs.ops.replay import merge_by_time, open_writers, run_replay
+from jobs.ops.replay_plan import ReplayRequest, plan_ranges
+from jobs.sink.job import open_lanes
 from memstream.settings import Settings
 from pipelines.backpressure import BackpressureConfig
 from pipelines.ingest import IngestPipeline, SourceRecord

@@ -20,8 +20,8 @@ from ingest_helpers import create_topics, delete_topics
 from connectors.chroma_memory import ChromaMemory
 from connectors.neo4j_memory import Neo4jMemory
 from connectors.redis_memory import RedisMemory
-from jobs.cli_run import SAMPLE_DIR
-from jobs.memory_report import users_in_files
+from jobs.cli.run import SAMPLE_DIR
+from jobs.ops.memory_report import users_in_files
 from memstream.settings import Settings
 from schemas.topics import INPUT_TOPICS
 

@@ -38,7 +38,7 @@ from sink_helpers import (
     wait_until,
 )
 
-from jobs.sink_job import open_lanes
+from jobs.sink.job import open_lanes
 from memstream.settings import Settings
 from schemas.topics import MEMORY_OPS
 
@@ -84,7 +84,7 @@ def test_applies_the_stream_to_every_store_and_a_replay_changes_nothing(
 
 
 class SinkProcess:
-    """``python -m jobs.cli_sink`` on a namespace, its output appended to a log."""
+    """``python -m jobs.cli.sink`` on a namespace, its output appended to a log."""
 
     def __init__(self, namespace: str, store_namespace: str, chroma: Path, log: Path) -> None:
         env = {
@@ -93,7 +93,7 @@ class SinkProcess:
             "MEMSTREAM_CHROMA__MODE": "embedded",
         }
         command = [
-            sys.executable, "-m", "jobs.cli_sink",
+            sys.executable, "-m", "jobs.cli.sink",
             "--namespace", namespace,
             "--store-namespace", store_namespace,
             # Small batches: many commits, so a kill lands between writes and commits.

@@ -32,10 +32,10 @@ from mcp.server.fastmcp import FastMCP
 from tier_ops import op
 
 from connectors.kafka_io import end_offsets, read_topic
-from jobs.api import create_app
-from jobs.api_keys import ApiKeyring
-from jobs.mcp_server import build_mcp_server
-from jobs.memory_service import MAX_K, MemoryService, MemoryStores
+from jobs.serve.api import create_app
+from jobs.serve.keys import ApiKeyring
+from jobs.serve.mcp_server import build_mcp_server
+from jobs.serve.memory_service import MAX_K, MemoryService, MemoryStores
 from memstream.settings import Settings
 from schemas.events import ActionType, UserAction
 from schemas.memory import Tier

@@ -1,7 +1,7 @@
 """``memstream trace`` against the real broker and stores.
 
 A few events are published to private namespaced topics, run through the real
-ingest pipeline in-process (``jobs.stages.load_pipeline``), their operations
+ingest pipeline in-process (``jobs.ingest.stages.load_pipeline``), their operations
 published to the namespace's ``memory.ops`` and written to Chroma and Neo4j in
 the same store namespace — what ``memstream run --namespace`` leaves behind.
 Then facts are traced: the source event must be the exact bytes published at
@@ -30,11 +30,11 @@ from connectors.chroma_memory import ChromaMemory
 from connectors.kafka_admin import admin_client
 from connectors.kafka_io import Record, read_topic
 from connectors.neo4j_memory import Neo4jMemory
-from jobs import cli_trace
-from jobs.stages import load_pipeline
-from jobs.trace import Trace, UnknownFact, fetch_source, trace
-from jobs.trace_decisions import Match, NlpStages
-from jobs.trace_render import render_text
+from jobs.cli import trace as cli_trace
+from jobs.ingest.stages import load_pipeline
+from jobs.ops.trace import Trace, UnknownFact, fetch_source, trace
+from jobs.ops.trace_decisions import Match, NlpStages
+from jobs.ops.trace_render import render_text
 from memstream.settings import Settings
 from pipelines.ingest import IngestPipeline, SourceRecord
 from pipelines.parse import Intent

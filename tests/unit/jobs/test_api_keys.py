@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from jobs.api_keys import (
+from jobs.serve.keys import (
     MAX_KEY_CHARS,
     MIN_KEY_CHARS,
     ApiKeyError,

@@ -6,8 +6,8 @@ from collections.abc import Sequence
 
 from prometheus_client import CollectorRegistry
 
-from jobs.cli_lag import GroupLag, PartitionLag
-from jobs.dashboard import LagCollector, LagSampler
+from jobs.ops.lag import GroupLag, PartitionLag
+from jobs.serve.dashboard import LagCollector, LagSampler
 from pipelines.lag import Status
 
 

@@ -5,13 +5,13 @@ from __future__ import annotations
 import json
 from collections import Counter
 from datetime import UTC, datetime
-from pathlib import Path
 
 import pytest
 from prometheus_client import REGISTRY
 
-from jobs.ingest_metrics import OUTCOMES, STAGES, observe_batch, outcome_of, time_stage
-from jobs.stages import PENDING_OPS, Batch, run_batch
+from jobs.ingest.metrics import OUTCOMES, STAGES, observe_batch, outcome_of, time_stage
+from jobs.ingest.stages import PENDING_OPS, Batch, run_batch
+from memstream.data import sample_dir
 from pipelines.encode import Encoder
 from pipelines.extract import FactExtractor, extract_crm
 from pipelines.ingest import IngestPipeline, SourceRecord
@@ -21,7 +21,7 @@ from schemas.memory import ReviewOutcome, ReviewStage
 from schemas.ops import MemoryOperation, OpType
 from schemas.topics import CRM_WEBHOOKS, DIALOGUE_EVENTS, USER_ACTIONS
 
-SAMPLE = Path(__file__).resolve().parents[3] / "data" / "sample"
+SAMPLE = sample_dir()
 BAD = [
     SourceRecord(USER_ACTIONS, 1, 900, b"t:u", b"{not json"),
     SourceRecord(DIALOGUE_EVENTS, 1, 901, b"t:u", b'{"event_id": "x"}'),

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from jobs.input_positions import InputMessage, InputPositions
+from jobs.ingest.input_positions import InputMessage, InputPositions
 
 P0 = ("dialogue.events", 0)
 P1 = ("dialogue.events", 1)

@@ -7,7 +7,7 @@ from dataclasses import replace
 from typing import Any
 
 from connectors.namespace_dump import UserDump
-from jobs.audit_diff import ONLY_LIVE, ONLY_SHADOW, AuditResult, diff_user, fact_label, summary
+from jobs.ops.audit_diff import ONLY_LIVE, ONLY_SHADOW, AuditResult, diff_user, fact_label, summary
 
 
 def version(fact_id: str, obj: str, **extra: Any) -> dict[str, Any]:

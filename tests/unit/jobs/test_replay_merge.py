@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from connectors.kafka_range import TimedRecord
-from jobs.replay import merge_by_time
+from jobs.ops.replay import merge_by_time
 
 NS = "test.ns."
 

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from connectors.kafka_range import PartitionBounds
-from jobs.replay_plan import (
+from jobs.ops.replay_plan import (
     PartitionFacts,
     PartitionRange,
     ReplayError,

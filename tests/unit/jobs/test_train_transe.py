@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from jobs.cli_train import app
-from jobs.train_transe import TRAINED_TRIPLES_FILE, default_model_dir
+from jobs.cli.train import app
+from jobs.train.transe import TRAINED_TRIPLES_FILE, default_model_dir
 from memstream.settings import Settings
 from pipelines.encode.transe import META_FILE, TripleEmbedder, fallback_vector
 from pipelines.encode.triples import SEED_TRIPLES, Triple, read_triples

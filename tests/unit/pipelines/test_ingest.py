@@ -5,11 +5,11 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import pytest
 
+from memstream.data import sample_dir
 from pipelines.encode import Encoder
 from pipelines.extract import FactExtractor, extract_crm
 from pipelines.ingest import IngestPipeline, IngestResult, SourceRecord
@@ -18,7 +18,7 @@ from pipelines.review import Reviewer, UserMemoryState
 from schemas.deadletter import DeadLetterReason
 from schemas.topics import CRM_WEBHOOKS, DIALOGUE_EVENTS, USER_ACTIONS
 
-SAMPLE = Path(__file__).resolve().parents[3] / "data" / "sample"
+SAMPLE = sample_dir()
 
 
 @pytest.fixture(scope="module")

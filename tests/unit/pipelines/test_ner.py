@@ -7,11 +7,12 @@ from pathlib import Path
 
 import pytest
 
+from memstream.data import ner_corpus_dir
 from pipelines.ner import MODEL_PATH, NerTagger
 from pipelines.ner.training import evaluate_tagger, train_tagger
 
 os.environ.setdefault("FLAIR_CACHE_ROOT", str(Path.home() / ".cache" / "memstream" / "flair"))
-DATA_DIR = Path(__file__).resolve().parents[3] / "data" / "ner"
+DATA_DIR = ner_corpus_dir()
 # Floor for the committed model on the held-out split: `memstream train ner`
 # (seed 13, 20 epochs) measured micro F1 0.969 after reloading on the 60-sentence
 # split, both for the first Char+OneHot tagger and for the word-feature tagger

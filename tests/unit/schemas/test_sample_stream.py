@@ -9,12 +9,13 @@ from pathlib import Path
 
 import pytest
 
+from memstream.data import sample_dir
 from schemas.events import CrmWebhook, DialogueEvent, InputEvent, UserAction
 from schemas.topics import CRM_WEBHOOKS, DIALOGUE_EVENTS, INPUT_TOPICS, USER_ACTIONS
 from schemas.validate import decode_event
 
 REPO = Path(__file__).resolve().parents[3]
-SAMPLE = REPO / "data" / "sample"
+SAMPLE = sample_dir()
 
 
 def load(topic: str) -> list[InputEvent]:

@@ -1,0 +1,1 @@
+"""The ``memstream`` command line: one module per command."""

@@ -1,0 +1,119 @@
+"""``memstream trace FACT_ID [--namespace NS] [--json]``: where one memory came from.
+
+Prints the stored fact, its source event fetched from Kafka at the recorded
+topic/partition/offset, the parse/extract decisions (recomputed on that event)
+and the review outcomes (recorded in the operations that wrote it), the
+operations on ``memory.ops`` that name it, and the version chain of its
+(subject, predicate). Logic in jobs/ops/trace.py; rendering in jobs/ops/trace_render.py.
+
+Exit codes: 0 full trace; 1 the source event could not be verified (gone from
+the log, or another event at the offset) — what the stores know is still
+printed; 2 unknown fact id; 3 Kafka or a store could not be reached.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+from rich.console import Console
+
+from jobs.cli.publish import EXIT_BROKER, EXIT_USAGE
+
+if TYPE_CHECKING:
+    from connectors.chroma_memory import ChromaMemory
+    from jobs.sink.job import SinkConfig
+
+EXIT_INCOMPLETE = 1
+
+_err = Console(stderr=True, highlight=False, soft_wrap=True)
+
+
+def trace(
+    fact_id: Annotated[
+        str, typer.Argument(help="The fact version's id (f_…), as recall shows it.")
+    ],
+    namespace: Annotated[
+        str,
+        typer.Option(
+            help="Namespace of a shadow or test run: the prefix of its topics and the "
+            "namespace of its stores, as `memstream run --namespace` uses it ('' is live memory)."
+        ),
+    ] = "",
+    topic_namespace: Annotated[
+        str | None,
+        typer.Option(
+            help="Prefix of the topics when it differs from --namespace (a replay reads "
+            "live topics into a shadow namespace); default: the --namespace value."
+        ),
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="One JSON document on stdout.")] = False,
+) -> None:
+    """Trace a fact: source event from Kafka, stage decisions, version chain."""
+    # Imported here: chromadb, the Neo4j driver and the NLP stages load in
+    # seconds, which `memstream --help` should not wait for.
+    from confluent_kafka import KafkaException
+    from neo4j.exceptions import ServiceUnavailable
+
+    from connectors.neo4j_memory import Neo4jMemory
+    from jobs.ops.trace import UnknownFact
+    from jobs.ops.trace import trace as run_trace
+    from jobs.ops.trace_decisions import load_stages
+    from jobs.ops.trace_render import render_text, to_json
+    from jobs.sink.job import SinkConfig
+    from memstream.settings import get_settings
+
+    if not fact_id.strip():
+        _err.print("error: FACT_ID is empty")
+        raise typer.Exit(EXIT_USAGE)
+    settings = get_settings()
+    config = SinkConfig.from_settings(settings, store_namespace=namespace or None)
+    try:
+        neo4j = Neo4jMemory.connect(config.neo4j_uri, config.neo4j_auth, namespace=namespace)
+        chroma = _chroma(config, namespace)
+    except Exception as exc:  # a store down: say which, exit with the service code
+        _err.print(f"error: cannot open the stores: {exc!r}", markup=False)
+        raise typer.Exit(EXIT_BROKER) from None
+    try:
+        result = run_trace(
+            fact_id.strip(),
+            bootstrap=config.bootstrap,
+            topic_namespace=namespace if topic_namespace is None else topic_namespace,
+            neo4j=neo4j,
+            chroma=chroma,
+            stages=load_stages,
+        )
+    except UnknownFact as exc:
+        _err.print(f"error: {exc}", markup=False)
+        raise typer.Exit(EXIT_USAGE) from None
+    except (KafkaException, ServiceUnavailable, TimeoutError) as exc:
+        _err.print(f"error: a service did not answer: {exc}", markup=False)
+        raise typer.Exit(EXIT_BROKER) from None
+    finally:
+        neo4j.close()
+    # typer.echo, not rich: the source event must come out byte for byte
+    # (rich would render emoji codes and markup-like text inside it).
+    if as_json:
+        typer.echo(json.dumps(to_json(result), indent=2, ensure_ascii=False))
+    else:
+        typer.echo("\n".join(render_text(result)))
+    if result.source.problem is not None:
+        _err.print(f"error: source event not verified: {result.source.problem}", markup=False)
+        raise typer.Exit(EXIT_INCOMPLETE)
+
+
+def _chroma(config: SinkConfig, namespace: str) -> ChromaMemory:
+    """The episodic store the sink writes for this namespace (embedded or a server)."""
+    import chromadb
+
+    from connectors.chroma_memory import ChromaMemory
+
+    if config.chroma_server is not None:
+        host, port = config.chroma_server
+        return ChromaMemory(chromadb.HttpClient(host=host, port=port), namespace=namespace or None)
+    return ChromaMemory.open(config.chroma_path, namespace=namespace or None)
+
+
+if __name__ == "__main__":
+    typer.run(trace)

@@ -1,0 +1,333 @@
+"""The Faust ingest worker: input topics in; memory.ops, memory.pending and memory.dlq out.
+
+A composition root: the agent takes batches of raw records and delegates to
+``jobs.ingest.stages.run_batch`` (the pure ``IngestPipeline`` with per-record failure
+isolation); the per-user ``UserMemoryState`` lives in a Faust table as its
+``snapshot()`` dict.
+
+Exactly-once EFFECT without Faust's experimental ``exactly_once`` mode
+(STACK.md): the worker runs ``at_least_once`` and makes a redelivered event
+harmless instead.
+
+1. Ops are deterministic per source event (ids from ``schemas.ids``, event
+   time as the clock), so re-processing an event on the same state yields
+   byte-identical ops; the sink dedupes them by ``op_id``.
+2. Each batch's outputs are acknowledged by the broker BEFORE the states that
+   record their source offsets are written to the table. A crash in between
+   leaves the old state, which re-decides the same ops; a state never claims
+   an event whose ops are not in Kafka.
+3. The worker commits the input offsets itself, at the end of each batch:
+   after the outputs are acknowledged and the producer is flushed (the
+   states' changelog records included), it commits every partition of the
+   batch to one past its last record — and only records that continue a
+   partition without a hole are processed at all (jobs/ingest/input_positions.py).
+   A re-delivered event at or below a state's remembered offset yields
+   nothing.
+4. A batch failure we cannot dead-letter (the broker refusing our outputs)
+   exits the process at once: the next batch's commit would otherwise move
+   past the failed one. Restarting resumes from the last commit, exactly as
+   after a SIGKILL.
+
+Why not Faust's own commits: after a SIGKILL and restart Faust delivers some
+input records twice and loses others in its recovery race (measured, see
+jobs/ingest/input_positions.py; faust-streaming issues 596 and 216). Its ack-based
+commits then froze at the first lost offset (the offsets stopped advancing
+while every later op was produced) or, with nothing committed yet, skipped
+the lost records for good. The input topics are therefore declared with
+``acks=False``, out of Faust's ack tracking: the batch loop checks every
+record's offset, rewinds over holes and commits what it processed.
+
+Changelog partitions: Faust writes a table key's changelog to the partition of
+the *current event*, which for a ``take()`` batch is just the last event of
+the batch — another user's partition (faust-streaming ``Table.partition_for_key``).
+The table therefore uses ``use_partitioner=True``: the changelog record goes
+where the producer's partitioner puts the key. aiokafka's default partitioner
+is the Java client's murmur2, as is ``connectors.kafka_io``'s, and the table
+has the input topics' partition count, so a user's state lands on the same
+partition number as their events and recovers on the worker that owns them.
+(A message whose key disagrees with its payload's tenant:user still works on
+one worker; with several, the key should match — every memstream producer
+keys by the payload.)
+
+Topic namespace: ``namespace`` prefixes every topic and the consumer group, so
+tests and shadow runs have topics of their own. Records enter the pipeline
+under their base topic name (the event model is chosen by it, and lineage and
+state offsets then read the same in every namespace).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import time
+from collections.abc import Awaitable, Sequence
+from datetime import UTC, datetime
+from typing import Any, cast
+
+import faust
+from faust.types import TP, RecordMetadata
+from mode.types.signals import BaseSignalT
+
+from connectors.kafka_offsets import OffsetReader
+from jobs.ingest import metrics as ingest_metrics
+from jobs.ingest.input_positions import InputPositions, first_offset_from
+from jobs.ingest.stages import PENDING_OPS, load_pipeline, run_batch
+from jobs.ingest.worker_config import WorkerConfig
+from jobs.metrics_endpoint import serve_metrics
+from memstream.settings import Settings
+from pipelines.ingest import IngestPipeline, IngestResult, SourceRecord
+from pipelines.review import UserMemoryState
+from schemas.topics import INPUT_TOPICS, MEMORY_DLQ, MEMORY_OPS, MEMORY_PENDING
+
+log = logging.getLogger(__name__)
+
+TABLE_NAME = "user-memory"
+# How long the group waits for a member that stopped heartbeating (Faust's
+# default: 60 s). A SIGKILLed worker's restart cannot get its partitions back
+# before that; 10 s is above Kafka's minimum (group.min.session.timeout.ms, 6 s)
+# and over three heartbeats (3 s). Heartbeats run in Faust's consumer thread,
+# so a long NLP batch on the event loop does not starve them.
+SESSION_TIMEOUT_S = 10.0
+# Exit code of a batch whose outputs could not be published (note 4 above).
+EXIT_BATCH_FAILED = 70  # EX_SOFTWARE (sysexits.h)
+# How often processed-but-uncommitted partitions are committed again. A commit
+# skips partitions Faust does not list as assigned yet (it delivers records
+# while a restarted worker still rejoins), and no later batch may come for
+# them: measured, a partition stuck at 8 of 14 after a SIGKILL restart until
+# the test gave up 240 s later. One second keeps the replay after a crash short.
+RECOMMIT_INTERVAL_S = 1.0
+
+
+class IngestAgent:
+    """The agent body: batches of events → pipeline → outputs, then the states, then the commit."""
+
+    def __init__(
+        self, app: faust.App, config: WorkerConfig, pipeline: IngestPipeline, partitions: int
+    ) -> None:
+        """Declare the topics and the table (``partitions``: the input topics') on ``app``."""
+        self.app = app
+        self.config = config
+        self.pipeline = pipeline
+        self.positions = InputPositions()
+        # Per partition: the offset the group holds from this worker's last
+        # commit that included it; a batch and ``recommit`` never interleave.
+        self._committed: dict[TP, int] = {}
+        self._batch_lock = asyncio.Lock()
+        # Per partition: the last hole rewound over and the offset sought.
+        self._rewound: dict[TP, tuple[int, int]] = {}
+        self.offsets = OffsetReader(config.bootstrap)
+        app.on_partitions_revoked.connect(self._on_revoked)
+        raw: dict[str, Any] = {"key_serializer": "raw", "value_serializer": "raw"}
+        self.ops = app.topic(config.topic(MEMORY_OPS), **raw)
+        self.pending = app.topic(config.topic(MEMORY_PENDING), **raw)
+        self.dlq = app.topic(config.topic(MEMORY_DLQ), **raw)
+        self.table = app.Table(
+            TABLE_NAME,
+            # Raw UTF-8 keys: the same bytes as the input records' keys, so the
+            # partitioner puts a user's state on their events' partition.
+            schema=faust.Schema(key_type=str, key_serializer="raw", value_serializer="json"),
+            partitions=partitions,
+            use_partitioner=True,
+            # Snapshots reach ~5 MiB at the ReviewConfig caps (review/config.py).
+            extra_topic_configs={"max.message.bytes": str(config.max_message_bytes)},
+        )
+
+    async def run(self, stream: faust.StreamT[bytes]) -> None:
+        """Iterate batches; each batch completes even when the worker is asked to stop."""
+        # StreamT (the agent's declared type) lacks take_events in faust 0.15.3;
+        # the Stream it is at run time has it.
+        batches = stream.take_events(  # type: ignore[attr-defined]
+            self.config.batch_size, within=self.config.batch_within_s
+        )
+        async for events in batches:
+            task = asyncio.ensure_future(self.handle([e.message for e in events]))
+            try:
+                # Shielded: a stop request must not cut a batch between its
+                # outputs, its states and its commit.
+                await asyncio.shield(task)
+            except asyncio.CancelledError:
+                await task
+                raise
+            except Exception:
+                log.exception("batch failed; exiting before a later commit can pass it")
+                os._exit(EXIT_BATCH_FAILED)
+
+    async def handle(self, messages: Sequence[Any]) -> None:
+        """Process one batch: publish and await every output, write the states, commit."""
+        async with self._batch_lock:
+            await self._handle(messages)
+
+    async def recommit(self) -> None:
+        """Commit again every assigned partition processed past its last commit."""
+        async with self._batch_lock:
+            assigned = self.app.consumer.assignment()
+            behind = {
+                tp
+                for tp in assigned
+                if self.positions.known(tp)
+                and self._committed.get(tp) != self.positions.next_offset(tp)
+            }
+            if behind:
+                log.info("committing %d partition(s) past their last commit", len(behind))
+                await self._commit(behind)
+
+    async def _handle(self, messages: Sequence[Any]) -> None:
+        started = time.perf_counter()
+        admission = self.positions.admit(await self._with_known_positions(messages))
+        for tp, expected in admission.rewind.items():
+            await self._rewind(cast(TP, tp), expected)
+        if not admission.admitted:
+            return
+        records = [self._record(m) for m in admission.admitted]
+        batch = run_batch(self.pipeline, records, self._load_state)
+        sent = [fut for result in batch.results for fut in await self._publish(result)]
+        await asyncio.gather(*sent)
+        ingest_metrics.observe_batch(batch, datetime.now(UTC))
+        for key, state in batch.states.items():
+            self.table[key] = state.snapshot()  # re-assigned: emits the changelog record
+        await self._commit({m.tp for m in admission.admitted})
+        log.info(
+            "batch: %d records (%d dropped), %d ops, %d dead letters%s in %.0f ms",
+            len(records),
+            admission.dropped,
+            sum(len(r.ops) for r in batch.results),
+            sum(r.dead_letter is not None for r in batch.results),
+            " (isolated after a stage error)" if batch.isolated else "",
+            (time.perf_counter() - started) * 1000,
+        )
+
+    async def _with_known_positions(self, messages: Sequence[Any]) -> Sequence[Any]:
+        """``messages``, once every partition among them starts at its committed offset."""
+        unknown = {m.tp for m in messages if not self.positions.known(m.tp)}
+        if unknown:
+            # A partition first seen (start, reassignment) continues at the
+            # group's commit, or at the log's start without one (the group
+            # resets to "earliest").
+            committed = await asyncio.to_thread(self.offsets.committed, self.config.app_id)
+            fresh = [tp for tp in unknown if (tp.topic, tp.partition) not in committed]
+            earliest = await self.app.consumer.earliest_offsets(*fresh) if fresh else {}
+            for tp in unknown:
+                position = (tp.topic, tp.partition)
+                self.positions.start(
+                    tp, committed[position] if position in committed else earliest[tp]
+                )
+        return messages
+
+    async def _rewind(self, tp: TP, expected: int) -> None:
+        """Seek ``tp`` back over a hole, to where the broker's next record from ``expected`` is."""
+        hole, offset = self._rewound.get(tp, (None, expected))
+        if hole != expected:  # a new hole: ask the broker once, say so once
+            found = await asyncio.to_thread(
+                first_offset_from, self.config.bootstrap, tp.topic, tp.partition, expected
+            )
+            offset = expected if found is None else found
+            self._rewound[tp] = (expected, offset)
+            log.warning(
+                "records of %s missing from offset %d: re-reading from %d", tp, expected, offset
+            )
+        self.positions.start(tp, offset)
+        await self.app.consumer.seek_wait({tp: offset})
+
+    async def _on_revoked(
+        self, sender: Any, /, *args: Any, signal: BaseSignalT[Any], **_: Any
+    ) -> None:
+        # Faust sends on_partitions_revoked(sender, revoked, signal=...).
+        revoked: set[TP] = args[0]
+        self.positions.forget(revoked)
+        for tp in revoked:
+            self._committed.pop(tp, None)
+
+    async def _commit(self, tps: set[Any]) -> None:
+        """Commit the batch's partitions at their next offsets, all output being in Kafka."""
+        # The changelog records of the states just written are still in the
+        # producer's buffer; a commit before they are acknowledged could skip
+        # events whose state never reached the changelog.
+        await self.app.producer.flush()
+        positions = {tp: self.positions.next_offset(tp) for tp in tps}
+        # Consumer._commit is the hook Faust's own commits end in (the aiokafka
+        # driver commits to the group, only partitions still assigned, and
+        # returns False after a rebalance: the new owner re-processes, which
+        # note 1 makes harmless). The public Consumer.commit() commits acked
+        # offsets only, and the input topics have acks off (module docstring).
+        committed = await self.app.consumer._commit(positions)  # type: ignore[attr-defined]
+        if committed:
+            # _commit silently leaves out partitions not (yet) assigned: only
+            # the assigned ones are in the group now; ``recommit`` retries the rest.
+            assigned = self.app.consumer.assignment()
+            self._committed |= {tp: offset for tp, offset in positions.items() if tp in assigned}
+
+    def _record(self, message: Any) -> SourceRecord:
+        return SourceRecord(
+            topic=message.topic.removeprefix(self.config.namespace),
+            partition=message.partition,
+            offset=message.offset,
+            key=message.key,
+            value=message.value if message.value is not None else b"",
+        )
+
+    def _load_state(self, key: str) -> UserMemoryState | None:
+        snapshot = self.table.get(key)
+        return UserMemoryState.restore(snapshot) if snapshot is not None else None
+
+    async def _publish(self, result: IngestResult) -> list[Awaitable[RecordMetadata]]:
+        sent: list[Awaitable[RecordMetadata]] = []
+        for op in result.ops:
+            key = f"{op.tenant_id}:{op.user_id}".encode()
+            value = op.model_dump_json().encode("utf-8")
+            sent.append(await self.ops.send(key=key, value=value))
+            if op.op_type in PENDING_OPS:
+                sent.append(await self.pending.send(key=key, value=value))
+        letter = result.dead_letter
+        if letter is not None:
+            sent.append(
+                await self.dlq.send(
+                    key=letter.key.encode() if letter.key is not None else None,
+                    value=letter.model_dump_json().encode("utf-8"),
+                )
+            )
+        return sent
+
+
+def build_app(config: WorkerConfig, pipeline: IngestPipeline, partitions: int) -> faust.App:
+    """The Faust app with its one agent over the three input topics."""
+    app = faust.App(
+        config.app_id,
+        broker=[f"kafka://{server}" for server in config.bootstrap.split(",")],
+        store="memory://",  # recovered from the compacted changelog on start
+        processing_guarantee="at_least_once",  # see the module docstring
+        topic_partitions=partitions,
+        consumer_auto_offset_reset="earliest",
+        broker_session_timeout=SESSION_TIMEOUT_S,
+        producer_max_request_size=config.max_message_bytes,
+        datadir=str(config.data_dir / config.app_id),
+        web_enabled=False,  # no HTTP port to collide with other workers
+    )
+    source = app.topic(
+        *(config.topic(t) for t in INPUT_TOPICS),
+        key_serializer="raw",
+        value_serializer="raw",
+        acks=False,  # the agent commits these offsets itself (module docstring)
+    )
+    agent = IngestAgent(app, config, pipeline, partitions)
+    app.agent(source, name="ingest")(agent.run)
+    app.timer(interval=RECOMMIT_INTERVAL_S)(agent.recommit)
+    return app
+
+
+def run_worker(
+    config: WorkerConfig,
+    settings: Settings,
+    *,
+    partitions: int,
+    metrics_port: int,
+    loglevel: str = "info",
+) -> None:
+    """Load the stages and run the worker until SIGTERM/SIGINT (``input_partitions`` first)."""
+    started = time.perf_counter()
+    pipeline = load_pipeline(settings)
+    log.info("stages loaded in %.1f s", time.perf_counter() - started)
+    config.data_dir.mkdir(parents=True, exist_ok=True)  # Faust creates only the last level
+    app = build_app(config, pipeline, partitions)
+    serve_metrics(settings.metrics.host, metrics_port, "faust ingest")
+    faust.Worker(app, loglevel=loglevel, quiet=True).execute_from_commandline()

@@ -1,0 +1,130 @@
+"""Prometheus metrics of the ingest job, the same for both engines (Faust, PyFlink).
+
+Collectors on the default registry (``jobs.metrics_endpoint`` serves it) and
+one entry point per thing an engine sees:
+
+- ``time_stage(stage)``: the ``StageTimer`` of ``IngestPipeline`` (wired by
+  ``jobs.ingest.stages.load_pipeline``), into ``memstream_ingest_stage_seconds``;
+- ``observe_batch(batch, produced_at)``: after a batch's outputs are handed to
+  Kafka, everything else — events in per input topic, events out per output
+  topic (``memory.dlq`` included), review outcomes, dead letters by reason and
+  the end-to-end latency from each operation's event time to its production.
+
+Labels never hold tenant data: topics (base names, without a test or shadow
+namespace), stages, outcomes and dead-letter reasons only.
+
+Review outcomes, one per reviewed fact decision:
+committed (an ``upsert_fact`` that is not a merge), merged (an ``upsert_fact``
+whose conflict decision is ``merge``), superseded (a ``close_fact``: a version
+ended by a newer one or by a contradiction), pending (an ``add_pending``) and
+held (an ``add_pending`` whose fact check held it for contradicting memory),
+skipped (no operation at all: the review counters ``skipped`` — below the HITL
+floor — and ``impossible``, read from the batch's states).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import AbstractContextManager
+from datetime import datetime
+
+from prometheus_client import Counter, Histogram
+
+from jobs.ingest.stages import PENDING_OPS, Batch
+from schemas.memory import ReviewStage
+from schemas.ops import MemoryOperation, OpType
+from schemas.topics import MEMORY_DLQ, MEMORY_OPS, MEMORY_PENDING
+
+OUTCOMES = ("committed", "pending", "skipped", "held", "merged", "superseded")
+STAGES = ("parse", "extract", "encode", "review")
+# Review counters (pipelines/review) of facts dropped without an operation.
+_SKIP_COUNTERS = ("skipped", "impossible")
+
+EVENTS_IN = Counter(
+    "memstream_ingest_events_in_total",
+    "Records consumed by the ingest job, per input topic.",
+    ["topic"],
+)
+EVENTS_OUT = Counter(
+    "memstream_ingest_events_out_total",
+    "Records produced by the ingest job, per output topic (memory.dlq included).",
+    ["topic"],
+)
+STAGE_SECONDS = Histogram(
+    "memstream_ingest_stage_seconds",
+    "Duration of one stage call: a batch for parse and encode, a user's turns for "
+    "extract, one event for review.",
+    ["stage"],
+    # bench_stage_speed: review ~0.3-0.7 ms per fact; parse+extract+encode
+    # ~14 ms per turn, so a 64-turn batch takes ~1 s; 10 s catches stalls.
+    buckets=(0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10),
+)
+REVIEW_OUTCOMES = Counter(
+    "memstream_ingest_review_outcomes_total",
+    "Review decisions on facts (see jobs/ingest/metrics.py for each outcome).",
+    ["outcome"],
+)
+DEAD_LETTERS = Counter(
+    "memstream_ingest_dead_letters_total",
+    "Records the ingest job dead-lettered to memory.dlq, by reason.",
+    ["reason"],
+)
+END_TO_END_SECONDS = Histogram(
+    "memstream_ingest_end_to_end_seconds",
+    "From an operation's event time to the ingest job producing it.",
+    # Around DESIGN.md's p95 <= 800 ms; the long tail shows replays and backlogs
+    # (a Flink job's output is only visible at its 30 s checkpoints).
+    buckets=(0.1, 0.2, 0.4, 0.8, 1.6, 3.2, 6.4, 15, 30, 60, 300, 3600),
+)
+
+# Every label value exists from the start, so a rate() over a fresh process
+# reads 0 rather than nothing.
+for _stage in STAGES:
+    STAGE_SECONDS.labels(stage=_stage)
+for _outcome in OUTCOMES:
+    REVIEW_OUTCOMES.labels(outcome=_outcome)
+
+
+def time_stage(stage: str) -> AbstractContextManager[object]:
+    """The pipeline's ``StageTimer``: times the block into ``memstream_ingest_stage_seconds``."""
+    return STAGE_SECONDS.labels(stage=stage).time()
+
+
+def outcome_of(op: MemoryOperation) -> str | None:
+    """The review outcome an operation records, or None (turns, statuses, resolutions)."""
+    if op.op_type is OpType.CLOSE_FACT:
+        return "superseded"
+    if op.record is None:
+        return None
+    decisions = {(outcome.stage, outcome.decision) for outcome in op.record.review}
+    if op.op_type is OpType.UPSERT_FACT:
+        return "merged" if (ReviewStage.CONFLICT, "merge") in decisions else "committed"
+    if op.op_type is OpType.ADD_PENDING:
+        return "held" if (ReviewStage.FACT_CHECK, "hold") in decisions else "pending"
+    return None
+
+
+def _outputs(op: MemoryOperation) -> Iterator[str]:
+    """The topics an operation is produced to (the rule both engines follow)."""
+    yield MEMORY_OPS
+    if op.op_type in PENDING_OPS:
+        yield MEMORY_PENDING
+
+
+def observe_batch(batch: Batch, produced_at: datetime) -> None:
+    """Count a batch whose outputs were produced at ``produced_at`` (aware)."""
+    for result in batch.results:
+        EVENTS_IN.labels(topic=result.record.topic).inc()
+        for op in result.ops:
+            for topic in _outputs(op):
+                EVENTS_OUT.labels(topic=topic).inc()
+            outcome = outcome_of(op)
+            if outcome is not None:
+                REVIEW_OUTCOMES.labels(outcome=outcome).inc()
+            END_TO_END_SECONDS.observe(max(0.0, (produced_at - op.at).total_seconds()))
+        if result.dead_letter is not None:
+            EVENTS_OUT.labels(topic=MEMORY_DLQ).inc()
+            DEAD_LETTERS.labels(reason=result.dead_letter.reason.value).inc()
+    skipped = sum(batch.counted(name) for name in _SKIP_COUNTERS)
+    if skipped:
+        REVIEW_OUTCOMES.labels(outcome="skipped").inc(skipped)

@@ -1,0 +1,1 @@
+"""Operations: the sample run, memory reports, replay, audit diff and lineage traces."""

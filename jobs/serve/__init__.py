@@ -1,0 +1,1 @@
+"""Serving memory to agents: the service layer, the HTTP API, MCP and the dashboard."""

@@ -1,0 +1,252 @@
+"""The sink job: ``memory.ops`` in, Redis / Chroma / Neo4j written, offsets committed after.
+
+A composition root. One consumer (read_committed: records of open or aborted
+ingest transactions stay invisible) takes up to ``batch_size`` operations at a
+time; each store's :class:`StoreLane` applies the batch directly or, following
+its :class:`~pipelines.backpressure.StorePolicy`, parks it in that store's Redis
+spool; only then are the batch's offsets committed (synchronously). A crash at
+any point therefore re-delivers at most the batch in hand, and every write is
+idempotent (op ids and fact ids are deterministic), so each fact version ends
+up in each store exactly once.
+
+Backpressure (DESIGN.md §5): Chroma and Neo4j fall back to a spool of their own
+— a Redis stream per store — when they are down, raise a transient error, or
+write slower than the latency budget; while a store spools, every later
+operation for it is spooled too, and the spool is replayed oldest first, in
+batches, before direct writes resume (per-key order kept). Working memory has
+no fallback: its spool would live in the very Redis that is failing, so the job
+pauses and retries the batch instead, committing nothing meanwhile.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import chromadb
+import redis
+from confluent_kafka import Consumer, KafkaException, Message
+from pydantic import ValidationError
+
+from connectors.chroma_memory import ChromaMemory
+from connectors.kafka_io import KeyedProducer, consumer
+from connectors.neo4j_memory import Neo4jMemory
+from connectors.protocols import DEFAULT_CHUNK_SIZE
+from connectors.redis_memory import ErasureAudit, RedisMemory
+from jobs.sink import metrics as metrics
+from jobs.sink.lane import Clock, StoreLane, StoreUnavailable
+from memstream.settings import Settings
+from pipelines.backpressure import BackpressureConfig
+from schemas.deadletter import DeadLetter, DeadLetterReason
+from schemas.ops import MemoryOperation
+from schemas.topics import MEMORY_DLQ, MEMORY_OPS
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class SinkConfig:
+    """What the sink job needs; ``from_settings`` fills it from the settings object.
+
+    Until memstream/settings.py has a ``sink`` section the tunables live here
+    with their defaults.
+    """
+
+    bootstrap: str
+    redis_url: str
+    neo4j_uri: str
+    neo4j_auth: tuple[str, str] | None
+    chroma_path: Path
+    chroma_server: tuple[str, int] | None = None  # (host, port) when Chroma runs as a server
+    max_message_bytes: int = 1024 * 1024
+    topic_namespace: str = ""  # prefix of the topics and of the consumer group
+    store_namespace: str | None = None  # Redis / Chroma / Neo4j namespace (shadow runs, tests)
+    group_id: str = "memstream-sink"
+    # One consumed batch is at most one writer chunk (connectors/protocols.py),
+    # so one write's latency is one chunk's, comparable with the budget.
+    batch_size: int = DEFAULT_CHUNK_SIZE
+    # How long one poll waits for records: consume() waits this long for a
+    # batch that never fills at low rates, so it adds up to this much latency;
+    # it also paces spool probes while the topic is quiet. 0.5 s cost ~0.4 s of
+    # p50 at 23 ev/s in benchmarks/bench_ingest.py; 0.05 s costs 20 idle polls/s.
+    poll_timeout_s: float = 0.05
+    # Pause before retrying a batch whose working-memory write failed (Redis
+    # down): short enough to resume within a second of a restart.
+    retry_pause_s: float = 1.0
+    # A crashed sink's partitions go to its restart (or a peer) after this.
+    # librdkafka's default is 45 s; 10 s still spans several heartbeats (3 s),
+    # which librdkafka sends from its own thread, so a long drain never trips it.
+    session_timeout_s: float = 10.0
+    backpressure: BackpressureConfig = field(default_factory=BackpressureConfig)
+
+    @classmethod
+    def from_settings(cls, settings: Settings, **overrides: Any) -> SinkConfig:
+        """Addresses from the settings; tunables as given."""
+        neo = settings.neo4j
+        password = neo.password.get_secret_value()
+        chroma = settings.chroma
+        return cls(
+            bootstrap=settings.kafka.bootstrap,
+            redis_url=settings.redis.url,
+            neo4j_uri=neo.uri,
+            neo4j_auth=(neo.user, password) if password else None,
+            chroma_path=settings.chroma_path,
+            chroma_server=(chroma.host, chroma.port) if chroma.mode == "server" else None,
+            max_message_bytes=settings.kafka.max_message_bytes,
+            **overrides,
+        )
+
+    @property
+    def group(self) -> str:
+        """The consumer group, namespaced."""
+        return self.topic_namespace + self.group_id
+
+    def topic(self, name: str) -> str:
+        """A topic name, namespaced."""
+        return self.topic_namespace + name
+
+
+def open_lanes(config: SinkConfig, clock: Clock = time.monotonic) -> list[StoreLane]:
+    """Connect to the three stores and create what they need; working memory first."""
+    client = redis.Redis.from_url(config.redis_url, decode_responses=True)
+    budget = config.backpressure.latency_budget_s
+    ns = config.store_namespace
+    # Every store appends its erase counts to the tenant's audit stream in Redis.
+    audit = ErasureAudit(client, namespace=ns)
+    chroma = (
+        ChromaMemory(
+            chromadb.HttpClient(host=config.chroma_server[0], port=config.chroma_server[1]),
+            namespace=ns,
+            latency_budget_s=budget,
+            erasure_audit=audit,
+        )
+        if config.chroma_server
+        else ChromaMemory.open(
+            config.chroma_path, namespace=ns, latency_budget_s=budget, erasure_audit=audit
+        )
+    )
+    neo4j = Neo4jMemory.connect(
+        config.neo4j_uri,
+        config.neo4j_auth,
+        namespace=ns,
+        latency_budget_s=budget,
+        erasure_audit=audit,
+    )
+    # No budget for working memory: it has no spool to fall back to, so a slow
+    # Redis is waited for rather than reported as backpressure.
+    working = RedisMemory(client, namespace=ns, latency_budget_s=math.inf)
+    for sink in (working, chroma, neo4j):
+        sink.setup()
+    return [
+        StoreLane(working.store_name, working, clock=clock),
+        *(
+            StoreLane.spooled(
+                s, client, store_namespace=ns, config=config.backpressure, clock=clock
+            )
+            for s in (chroma, neo4j)
+        ),
+    ]
+
+
+class SinkJob:
+    """The consume → apply → commit loop over a set of lanes."""
+
+    def __init__(self, config: SinkConfig, lanes: Sequence[StoreLane]) -> None:
+        """Build the consumer and the dead-letter producer (nothing is polled yet)."""
+        self.config = config
+        self.lanes = list(lanes)
+        self.consumer: Consumer = consumer(
+            config.bootstrap,
+            config.group,
+            read_committed=True,
+            **{"session.timeout.ms": int(config.session_timeout_s * 1000)},
+        )
+        self.dead_letters = KeyedProducer(
+            config.bootstrap, client_id="memstream-sink", max_message_bytes=config.max_message_bytes
+        )
+        self.applied = 0
+
+    def run(self, stop: threading.Event) -> None:
+        """Consume until ``stop`` is set; the batch in hand completes and is committed first."""
+        self.consumer.subscribe([self.config.topic(MEMORY_OPS)])
+        try:
+            while not stop.is_set():
+                messages = self.consumer.consume(self.config.batch_size, self.config.poll_timeout_s)
+                ops = self._decode(messages)
+                if not self._apply(ops, stop):
+                    return  # stopped while a store was down: nothing committed
+                if messages:
+                    _observe_applied(ops)
+                    self.dead_letters.flush()
+                    self.consumer.commit(asynchronous=False)
+                    metrics.BATCHES_COMMITTED.inc()
+                    self.applied += len(ops)
+        finally:
+            self.consumer.close()
+            for lane in self.lanes:
+                lane.sink.close()
+
+    def _apply(self, ops: Sequence[MemoryOperation], stop: threading.Event) -> bool:
+        while True:
+            try:
+                for lane in self.lanes:
+                    lane.apply(ops)  # also drains a lane's spool when its probe is due
+                return True
+            except (StoreUnavailable, redis.ConnectionError, redis.TimeoutError) as exc:
+                # Redis (working memory or the spools) is down: the whole batch is
+                # retried, which is harmless for the lanes that already took it.
+                log.warning(
+                    "batch not applied, retrying in %.1f s: %s", self.config.retry_pause_s, exc
+                )
+                if stop.wait(self.config.retry_pause_s):
+                    return False
+
+    def _decode(self, messages: Sequence[Message]) -> list[MemoryOperation]:
+        ops: list[MemoryOperation] = []
+        for message in messages:
+            error = message.error()
+            if error is not None:
+                if error.fatal():
+                    raise KafkaException(error)
+                log.warning("consumer: %s", error.str())
+                continue
+            # Base topic names: a test's or shadow run's namespace is no metric label.
+            topic = str(message.topic()).removeprefix(self.config.topic_namespace)
+            metrics.EVENTS_IN.labels(topic=topic).inc()
+            raw = message.value() or b""
+            try:
+                ops.append(MemoryOperation.model_validate_json(raw))
+            except ValidationError as exc:
+                self._dead_letter(message, raw, exc)
+        return ops
+
+    def _dead_letter(self, message: Message, raw: bytes, exc: ValidationError) -> None:
+        key = message.key()
+        letter = DeadLetter.wrap(
+            raw,
+            reason=DeadLetterReason.SCHEMA_VIOLATION,
+            detail=f"not a memory operation: {exc.error_count()} error(s)",
+            errors=[str(e["msg"]) for e in exc.errors()],
+            topic=str(message.topic()),
+            partition=message.partition(),
+            offset=message.offset(),
+            key=key.decode("utf-8", "replace") if key is not None else None,
+            stage="sink",
+        )
+        dlq = self.config.topic(MEMORY_DLQ)
+        self.dead_letters.send(dlq, letter.model_dump_json().encode("utf-8"), key=letter.key)
+        metrics.DEAD_LETTERS.labels(reason=letter.reason.value).inc()
+
+
+def _observe_applied(ops: Sequence[MemoryOperation]) -> None:
+    """End-to-end latency of a batch every lane has written or spooled."""
+    now = datetime.now(UTC)
+    for op in ops:
+        metrics.END_TO_END_SECONDS.observe(max(0.0, (now - op.at).total_seconds()))

@@ -1,0 +1,67 @@
+"""Prometheus metrics of the sink job (DESIGN.md §5: "spool depth is a metric").
+
+Plain prometheus-client collectors on the default registry, labelled by store
+(``redis``, ``chroma``, ``neo4j``); a ``/metrics`` endpoint only has to serve
+``prometheus_client.REGISTRY``. Names follow Prometheus conventions: counters end
+in ``_total``, durations are in seconds.
+"""
+
+from __future__ import annotations
+
+from prometheus_client import Counter, Gauge, Histogram
+
+SPOOL_DEPTH = Gauge(
+    "memstream_sink_spool_depth",
+    "Operations waiting in the Redis spool for a store.",
+    ["store"],
+)
+FALLBACK_ACTIVATIONS = Counter(
+    "memstream_sink_fallback_activations_total",
+    "Times a store fell back from direct writes to the spool.",
+    ["store", "reason"],
+)
+DRAIN_SECONDS = Histogram(
+    "memstream_sink_drain_seconds",
+    "Time from a store's fallback until its spool was drained and direct writes resumed.",
+    ["store"],
+    # Outages run from a slow second to a restart of minutes.
+    buckets=(1, 5, 15, 30, 60, 300, 900, 3600),
+)
+OPS_WRITTEN = Counter(
+    "memstream_sink_ops_written_total",
+    "Operations written to a store, directly or by a drain.",
+    ["store", "path"],
+)
+OPS_SPOOLED = Counter(
+    "memstream_sink_ops_spooled_total",
+    "Operations put in the spool instead of being written to a store.",
+    ["store"],
+)
+WRITE_SECONDS = Histogram(
+    "memstream_sink_write_seconds",
+    "Duration of one direct batch write to a store.",
+    ["store"],
+    # Around the 200 ms latency budget (DESIGN.md §5).
+    buckets=(0.01, 0.025, 0.05, 0.1, 0.2, 0.4, 0.8, 1.6, 5),
+)
+BATCHES_COMMITTED = Counter(
+    "memstream_sink_batches_committed_total",
+    "Batches of memory.ops whose offsets were committed after their writes.",
+)
+EVENTS_IN = Counter(
+    "memstream_sink_events_in_total",
+    "Records consumed by the sink job, per topic.",
+    ["topic"],
+)
+DEAD_LETTERS = Counter(
+    "memstream_sink_dead_letters_total",
+    "Records the sink job dead-lettered to memory.dlq, by reason.",
+    ["reason"],
+)
+END_TO_END_SECONDS = Histogram(
+    "memstream_sink_end_to_end_seconds",
+    "From an operation's event time to the sink job applying it (written or spooled).",
+    # The ingest histogram's buckets (jobs/ingest/metrics.py) plus the sink's
+    # batch: DESIGN.md's p95 <= 800 ms applies to the whole path.
+    buckets=(0.1, 0.2, 0.4, 0.8, 1.6, 3.2, 6.4, 15, 30, 60, 300, 3600),
+)

@@ -1,0 +1,1 @@
+"""Training the project's own models from the data it ships."""
