@@ -1,11 +1,11 @@
-"""Which recomputed candidate produced a stored fact (jobs.trace_decisions.match_fact)."""
+"""Which recomputed candidate produced a stored fact (jobs.ops.trace_decisions.match_fact)."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime
 
 from connectors.protocols import SearchHit
-from jobs.trace_decisions import Match, match_fact
+from jobs.ops.trace_decisions import Match, match_fact
 from schemas.facts import ExtractedFact
 from schemas.ids import chain_id, fact_id
 from schemas.lineage import SourceLineage

@@ -1,4 +1,4 @@
-"""The layout of ``memstream trace`` (jobs.trace_render) over a hand-built trace."""
+"""The layout of ``memstream trace`` (jobs.ops.trace_render) over a hand-built trace."""
 
 from __future__ import annotations
 
@@ -6,10 +6,10 @@ import json
 from datetime import UTC, datetime, timedelta
 
 from connectors.protocols import SearchHit
-from jobs.trace import OpSighting, Trace
-from jobs.trace_decisions import Decisions, Match
-from jobs.trace_render import latest_record, render_text, superseded_by, to_json
-from jobs.trace_source import SourceFetch
+from jobs.ops.trace import OpSighting, Trace
+from jobs.ops.trace_decisions import Decisions, Match
+from jobs.ops.trace_render import latest_record, render_text, superseded_by, to_json
+from jobs.ops.trace_source import SourceFetch
 from pipelines.parse import Intent, ParsedSentence, ParsedTurn
 from schemas.events import Role
 from schemas.facts import ExtractedFact, Span
