@@ -10,7 +10,7 @@ extracted in turn order with its ``DialogueContext`` threaded through, as the
 ingest job does. ``--dev`` scores another dev file (e.g. the labels before their
 review, from git history); ``--errors SPLIT`` lists one split's misses (reading
 a blind split's errors makes it a tuned one); ``--natural N`` (default 20) adds
-the compression of N LongMemEval haystacks, read from ../shared/data/longmemeval.
+the compression of N LongMemEval haystacks, read in place from MEMSTREAM_BENCHMARKS__LONGMEMEVAL.
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ HELDOUT2 = Path(__file__).parent / "devset" / "heldout2.txt"
 HELDOUT_BLIND = [Path(__file__).parent / "devset" / f"heldout{n}.txt" for n in range(3, 13)]
 # Which LongMemEval questions the natural-dialogue compression samples.
 NATURAL_SEED = 29
-COMMIT_THRESHOLD = 0.82  # the review gate's commit threshold (DESIGN.md §3)
+COMMIT_THRESHOLD = 0.82  # the review gate's commit threshold (docs/architecture.md, Stages)
 TARGETS = {"triple F1": 0.80, "negation recall": 0.90, "polarity accuracy": 0.95}
 
 
@@ -315,7 +315,9 @@ def print_table(title: str, rows: dict[str, dict[str, float]]) -> None:
         cells = "".join(fmt.format(row[metric]) for _, metric, fmt in COLUMNS)
         print(f"{name:<14}{ROLES.get(name, ''):<7}{cells}")
     targets = ", ".join(f"{metric} >= {value:.2f}" for metric, value in TARGETS.items())
-    print(f"targets (issue 3, on the dev split): {targets}; compression ~0.87 (DESIGN.md)")
+    print(
+        f"targets (issue 3, on the dev split): {targets}; compression ~0.87 (docs/architecture.md)"
+    )
 
 
 def main(show_errors: str | None = None, dev: Path = DEVSET, natural: int = 0) -> None:

@@ -42,7 +42,7 @@ STAGES = ("parse", "extract", "encode")
 # batch at this size); larger batches amortise nlp.pipe and MiniLM better.
 DEFAULT_BATCH = 128
 # One intra-op torch thread: the deployment runs one worker per core (PyFlink
-# parallelism 2 on 2 cores, STACK.md), and on this shared machine (load ~11)
+# parallelism 2 on 2 cores, docs/dependencies.md), and on this shared machine (load ~11)
 # 2 threads ran the chain at 9 turns/s against 73 with 1: threads that wait
 # for a busy core stall every matrix product of Flair and MiniLM.
 DEFAULT_TORCH_THREADS = 1

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -39,7 +40,7 @@ class Job:
         self.metrics_port = 0  # set where the job's throughput comes from its metrics
         env = {**os.environ, **_JOB_ENV, **(env or {})}
         slug = "-".join(name.replace("(", "").replace(")", "").split()[:2])
-        self.log = Path(f"/tmp/bench-ingest-{slug}-{os.getpid()}.log")  # noqa: S108
+        self.log = Path(tempfile.gettempdir()) / f"bench-ingest-{slug}-{os.getpid()}.log"
         with self.log.open("wb") as out:
             self.process = subprocess.Popen(  # noqa: S603 - our interpreter and modules
                 command, cwd=ROOT, env=env, stdout=out, stderr=out

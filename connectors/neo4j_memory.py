@@ -38,13 +38,13 @@ from schemas.memory import MemoryKind, MemoryRecord, Tier
 from schemas.ops import MemoryOperation, OpType
 
 # How long a write transaction is retried before the error surfaces as backpressure.
-# The driver's default is 30 s; DESIGN.md §5 spools once a write takes over 200 ms,
+# The driver's default is 30 s; docs/guarantees.md spools once a write takes over 200 ms,
 # so a store that is down should be reported within about a second.
 RETRY_TIME_S = 1.0
 
 
 class Relation(StrEnum):
-    """The relation families of DESIGN.md §4 and the fact kind each one reads."""
+    """The relation families of docs/architecture.md, Tiers and the fact kind each one reads."""
 
     PREFERENCE = "preference"
     COMMITMENT = "commitment"

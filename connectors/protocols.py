@@ -26,7 +26,7 @@ from schemas.lineage import SourceLineage
 from schemas.memory import MemoryKind, MemoryRecord, Polarity, Tier
 from schemas.ops import MemoryOperation
 
-# DESIGN.md §5: "when a store's write latency goes over 200 ms or it is down,
+# docs/guarantees.md: "when a store's write latency goes over 200 ms or it is down,
 # operations go to a Redis spool instead".
 DEFAULT_LATENCY_BUDGET_S = 0.2
 # Operations applied per store round trip. 256 keeps one Neo4j UNWIND transaction

@@ -56,9 +56,9 @@ from schemas.lineage import SourceLineage
 from schemas.memory import MemoryRecord, Tier
 from schemas.ops import MemoryOperation, OpType, WorkingTurn
 
-# DESIGN.md §4: working memory holds "the last 5 turns per session".
+# docs/architecture.md, Tiers: working memory holds "the last 5 turns per session".
 TURNS_KEPT = 5
-# How long a pending item waits for a confirm/reject action. Neither DESIGN.md nor
+# How long a pending item waits for a confirm/reject action. Neither docs/architecture.md nor
 # issue 4 fixes it; a week covers a user coming back after a weekend.
 DEFAULT_PENDING_TTL = timedelta(days=7)
 _NAMESPACE = re.compile(r"^[A-Za-z0-9_.@-]{1,64}$")
@@ -404,7 +404,7 @@ class RedisSpool:
         pipe.execute()
 
     def spool_depth(self) -> int:
-        """How many operations wait in the spool (a metric, DESIGN.md §5)."""
+        """How many operations wait in the spool (a metric, docs/guarantees.md)."""
         return cast(int, self.client.xlen(self.key))
 
     def peek(self, count: int) -> list[MemoryOperation]:

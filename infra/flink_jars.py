@@ -18,7 +18,7 @@ from memstream.settings import Settings
 _HERE = Path(__file__).resolve().parent
 POM = _HERE / "flink" / "pom.xml"
 # The Kafka connector line built for Flink 2.2 (apache-flink 2.2.1 is pinned in
-# pyproject.toml); Flink 2.3 has no Kafka connector yet (STACK.md, PyFlink).
+# pyproject.toml); Flink 2.3 has no Kafka connector yet (docs/dependencies.md, PyFlink).
 CONNECTOR_VERSION: Final = "5.0.0-2.2"
 CONNECTOR_ARTIFACT: Final = "flink-sql-connector-kafka"
 # Written after Maven succeeds: a copy cut short leaves no marker and is redone.

@@ -2,7 +2,7 @@
 
 Persistence is AOF (``appendonly yes``, fsync every second), not RDB snapshots:
 Redis holds the pending queue and the backpressure spool, whose whole point is
-that operations survive a store outage (DESIGN.md §5), so a restart must give
+that operations survive a store outage (docs/guarantees.md), so a restart must give
 them back; an RDB snapshot could lose everything since the last save, and
 ``--save ""`` would lose all. At most about one second of writes is lost on a
 crash, which the Kafka replay covers.

@@ -3,11 +3,13 @@
 Every process reads its configuration here, once, at start-up: from the
 environment (prefix ``MEMSTREAM_``, nested fields joined with ``__``, e.g.
 ``MEMSTREAM_KAFKA__PARTITIONS=12``) and from a ``.env`` file in the working
-directory. Nothing else in the code base reads ``os.environ``.
+directory. Nothing else in the code base reads ``os.environ`` (the one
+exception is ``XDG_DATA_HOME`` for the default state directory, here too).
 """
 
 from __future__ import annotations
 
+import os
 from functools import lru_cache
 from pathlib import Path
 from typing import Literal
@@ -18,7 +20,21 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 from pipelines.recall import RecallWeights
 from pipelines.review.config import ReviewConfig
 
-_REPO_ROOT = Path(__file__).resolve().parent.parent
+_PACKAGE_ROOT = Path(__file__).resolve().parent.parent
+
+
+def default_state_dir() -> Path:
+    """``.memstream/`` of the checkout when run from one, else the user's data directory.
+
+    A checkout is recognised by its ``pyproject.toml`` and ``jobs/`` beside the
+    package; an installed package keeps its state in
+    ``$XDG_DATA_HOME/memstream`` (``~/.local/share/memstream``), never inside
+    site-packages.
+    """
+    if (_PACKAGE_ROOT / "pyproject.toml").is_file() and (_PACKAGE_ROOT / "jobs").is_dir():
+        return _PACKAGE_ROOT / ".memstream"
+    xdg = os.environ.get("XDG_DATA_HOME")
+    return (Path(xdg) if xdg else Path.home() / ".local" / "share") / "memstream"
 
 
 class _Section(BaseModel):
@@ -124,7 +140,7 @@ class SinkSettings(_Section):
     # One consumed batch is at most one writer chunk (connectors/protocols.py),
     # so a write's latency is comparable with the budget.
     batch_size: int = Field(default=256, ge=1, le=256)
-    # DESIGN.md §5: a store slower than 200 ms per write falls back to the spool.
+    # docs/guarantees.md: a store slower than 200 ms per write falls back to the spool.
     latency_budget_ms: float = Field(default=200.0, gt=0)
 
 
@@ -133,9 +149,9 @@ class FlinkSettings(_Section):
 
     # Its own group: the Faust worker may consume the same topics.
     group_id: str = "memstream-ingest-flink"
-    # DESIGN.md §5: a checkpoint, and so a committed transaction, every 30 s.
+    # docs/guarantees.md: a checkpoint, and so a committed transaction, every 30 s.
     checkpoint_interval_s: float = Field(default=30.0, gt=0)
-    # 2 cores (STACK.md): one subtask leaves a core for Kafka and the sink.
+    # 2 cores (docs/dependencies.md): one subtask leaves a core for Kafka and the sink.
     parallelism: int = Field(default=1, ge=1)
     # Below the local broker's transaction.max.timeout.ms (1 h).
     transaction_timeout_s: int = Field(default=900, gt=0, le=3600)
@@ -171,6 +187,15 @@ class MetricsSettings(_Section):
     lag_groups: list[str] = Field(default_factory=list)
 
 
+class BenchmarkSettings(_Section):
+    """Data the benchmarks read that the repository does not ship."""
+
+    # The LongMemEval oracle file (longmemeval_oracle.json from the LongMemEval
+    # release). Public data under its own licence: read in place, never copied
+    # into the repository. Unset: the LongMemEval benchmarks ask for --data.
+    longmemeval: Path | None = None
+
+
 class Settings(BaseSettings):
     """All of memstream's configuration, with documented defaults."""
 
@@ -182,9 +207,9 @@ class Settings(BaseSettings):
         frozen=True,
     )
 
-    # All runtime state (service data, logs, pid files) lives under this one
-    # directory; it is gitignored when inside the repository.
-    state_dir: Path = _REPO_ROOT / ".memstream"
+    # All runtime state (service data, logs, pid files, trained models) lives
+    # under this one directory; it is gitignored when inside the repository.
+    state_dir: Path = Field(default_factory=default_state_dir)
     # Downloaded jars and the built Neo4j launcher: outside the repository so
     # that a fresh clone reuses them.
     cache_dir: Path = Path.home() / ".cache" / "memstream"
@@ -203,13 +228,20 @@ class Settings(BaseSettings):
     api: ApiSettings = ApiSettings()
     metrics: MetricsSettings = MetricsSettings()
     review: ReviewConfig = ReviewConfig()
-    # score = 0.6·vector + 0.3·keyword + 0.1·time (DESIGN.md §4); e.g. MEMSTREAM_RECALL__TIME=0.2.
+    # score = 0.6·vector + 0.3·keyword + 0.1·time (docs/architecture.md, Tiers);
+    # e.g. MEMSTREAM_RECALL__TIME=0.2.
     recall: RecallWeights = RecallWeights()
+    benchmarks: BenchmarkSettings = BenchmarkSettings()
     review_rules: Path | None = None  # None: the packaged pipelines/review/rules.toml
 
     @property
     def chroma_path(self) -> Path:
         return self.chroma.path or self.state_dir / "chroma"
+
+    @property
+    def transe_model_dir(self) -> Path:
+        """The TransE model: written by ``memstream train transe``, read by the encode stage."""
+        return self.ingest.transe_dir or self.state_dir / "models" / "transe"
 
 
 @lru_cache(maxsize=1)

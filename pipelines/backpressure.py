@@ -2,7 +2,7 @@
 
 Pure: no clock, no store, no Redis. The sink job (jobs/sink/job.py) keeps one
 :class:`StorePolicy` per store, tells it what each write did, and asks it where
-the next operations go. DESIGN.md §5: "when a store's write latency goes over
+the next operations go. docs/guarantees.md: "when a store's write latency goes over
 200 ms or it is down, operations go to a Redis spool instead, and are replayed
 in order, in batches, when it recovers".
 
@@ -45,7 +45,7 @@ class Trip(StrEnum):
 class BackpressureConfig:
     """Thresholds of the policy, the same for every store."""
 
-    # DESIGN.md §5: "when a store's write latency goes over 200 ms".
+    # docs/guarantees.md: "when a store's write latency goes over 200 ms".
     latency_budget_s: float = 0.2
     # One slow write is not a slow store: the first write of a process opens a
     # Chroma collection or warms Neo4j's query plan cache (several hundred ms

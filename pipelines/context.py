@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from schemas.memory import MemoryState
 from schemas.query import RecallHit
 
-# Our choice (DESIGN.md and issue 6 give no numbers): a hit within 80% of the
+# Our choice (docs/architecture.md and issue 6 give no numbers): a hit within 80% of the
 # best total trails it by less than the time weight (0.1) or a third of the
 # keyword weight can move a score; at half the best it still shares most signal.
 KEY_SHARE = 0.8

@@ -76,7 +76,7 @@ class Sample:
 class Rules:
     """The constants of the status rules (see the module docstring)."""
 
-    # Four Flink checkpoint intervals (30 s, DESIGN.md §5), the slowest
+    # Four Flink checkpoint intervals (30 s, docs/guarantees.md), the slowest
     # committer among our jobs: a healthy Flink job moves its offsets at least
     # three times in a window. Faust commits every 2.8 s (its default).
     window_s: float = 120.0

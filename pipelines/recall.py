@@ -3,7 +3,7 @@
     total = w_vector * vector + w_keyword * keyword + w_time * time
     time  = 1 / (1 + days / 30)
 
-DESIGN.md §4 fixes the formula and the default weights (0.6 / 0.3 / 0.1).
+docs/architecture.md, Tiers fixes the formula and the default weights (0.6 / 0.3 / 0.1).
 
 - ``vector`` is the cosine of the query vector and the item's vector as the
   caller measured it (Chroma's similarity, or MiniLM on the statement scaled to
@@ -38,7 +38,7 @@ from schemas.lineage import SourceLineage
 from schemas.memory import MemoryKind, MemoryState, Polarity, Tier
 from schemas.query import RecallFilters, RecallHit, ScoreBreakdown
 
-# DESIGN.md §4: time = 1 / (1 + days / 30).
+# docs/architecture.md, Tiers: time = 1 / (1 + days / 30).
 TIME_SCALE_DAYS = 30.0
 # Longest word n-gram of a query tried as an exact value: objects are short
 # ("555-0199", "monday 9am", "gluten-free pasta"); 4 words covers a street
@@ -59,7 +59,7 @@ class RecallWeights(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    # DESIGN.md §4 / issue 6: score = 0.6 vector + 0.3 keyword + 0.1 time.
+    # docs/architecture.md, Tiers / issue 6: score = 0.6 vector + 0.3 keyword + 0.1 time.
     vector: float = Field(default=0.6, ge=0.0, le=1.0)
     keyword: float = Field(default=0.3, ge=0.0, le=1.0)
     time: float = Field(default=0.1, ge=0.0, le=1.0)

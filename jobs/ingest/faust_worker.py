@@ -6,7 +6,7 @@ isolation); the per-user ``UserMemoryState`` lives in a Faust table as its
 ``snapshot()`` dict.
 
 Exactly-once EFFECT without Faust's experimental ``exactly_once`` mode
-(STACK.md): the worker runs ``at_least_once`` and makes a redelivered event
+(docs/dependencies.md): the worker runs ``at_least_once`` and makes a redelivered event
 harmless instead.
 
 1. Ops are deterministic per source event (ids from ``schemas.ids``, event

@@ -132,9 +132,9 @@ class FlinkOptions:
     namespace: str = ""
     # Its own group: the Faust worker's group may consume the same topics.
     group_id: str = "memstream-ingest-flink"
-    # DESIGN.md §5: a checkpoint (and so a committed transaction) every 30 s.
+    # docs/guarantees.md: a checkpoint (and so a committed transaction) every 30 s.
     checkpoint_interval_s: float = 30.0
-    # 2 shared cores (STACK.md, PyFlink): one subtask keeps a core for Kafka.
+    # 2 shared cores (docs/dependencies.md, PyFlink): one subtask keeps a core for Kafka.
     parallelism: int = 1
     # Must not exceed the broker's transaction.max.timeout.ms (1 h locally);
     # it only has to outlive a checkpoint plus a restart. 15 min lets the broker
@@ -194,7 +194,7 @@ def _written_at(path: Path) -> float:
 
 
 def job_configuration(options: FlinkOptions) -> dict[str, str]:
-    """The Flink configuration of the job (2.x keys; STACK.md, PyFlink)."""
+    """The Flink configuration of the job (2.x keys; docs/dependencies.md, PyFlink)."""
     values = {
         "pipeline.name": options.job_name,
         "parallelism.default": str(options.parallelism),

@@ -72,7 +72,7 @@ DEAD_LETTERS = Counter(
 END_TO_END_SECONDS = Histogram(
     "memstream_ingest_end_to_end_seconds",
     "From an operation's event time to the ingest job producing it.",
-    # Around DESIGN.md's p95 <= 800 ms; the long tail shows replays and backlogs
+    # Around docs/architecture.md's p95 <= 800 ms; the long tail shows replays and backlogs
     # (a Flink job's output is only visible at its 30 s checkpoints).
     buckets=(0.1, 0.2, 0.4, 0.8, 1.6, 3.2, 6.4, 15, 30, 60, 300, 3600),
 )

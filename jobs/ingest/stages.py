@@ -17,7 +17,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pipelines
-from jobs.train.transe import default_model_dir
 from memstream.settings import Settings
 from pipelines.ingest import IngestPipeline, IngestResult, SourceRecord
 from pipelines.review import Reviewer, UserMemoryState
@@ -56,7 +55,7 @@ def load_pipeline(settings: Settings) -> IngestPipeline:
 
     torch.set_num_threads(settings.ingest.torch_threads)
     parser = DialogueParser.load()
-    transe_dir = settings.ingest.transe_dir or default_model_dir(settings)
+    transe_dir = settings.transe_model_dir
     return IngestPipeline(
         parser=parser,
         extractor=FactExtractor.load(parser),  # shares the parser's spaCy pipeline

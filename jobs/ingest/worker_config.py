@@ -35,7 +35,7 @@ class WorkerConfig:
     # batch stays a few seconds, far inside every Kafka timeout.
     batch_size: int = 64
     # How long a partial batch waits for more records: bounds the added
-    # latency at low rates (DESIGN.md: p95 <= 800 ms end to end).
+    # latency at low rates (docs/architecture.md: p95 <= 800 ms end to end).
     batch_within_s: float = 0.02
 
     @classmethod

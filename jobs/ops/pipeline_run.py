@@ -68,7 +68,7 @@ class _Job:
 def _spawn(name: str, args: list[str], settings: Settings) -> _Job:
     log = settings.state_dir / "logs" / f"run-{name}.log"
     log.parent.mkdir(parents=True, exist_ok=True)
-    # The NLP libraries must never reach for a model hub (STACK.md).
+    # The NLP libraries must never reach for a model hub (docs/dependencies.md).
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
     with log.open("ab") as out:
         process = subprocess.Popen(  # noqa: S603 - our own interpreter and modules

@@ -4,7 +4,7 @@ Reads go to the stores, always scoped by the tenant and user the caller gives
 (the interfaces decide the tenant from an API key, never from a request body).
 Writes never touch a store: confirm, reject, store and forget publish a
 ``UserAction`` to ``user.actions`` and return where it went, so the ingest
-pipeline stays the single writer of memory (DESIGN.md §1).
+pipeline stays the single writer of memory (docs/architecture.md).
 
 Recall reads three tiers and hands plain candidates to ``pipelines.recall``:
 

@@ -9,7 +9,7 @@ any point therefore re-delivers at most the batch in hand, and every write is
 idempotent (op ids and fact ids are deterministic), so each fact version ends
 up in each store exactly once.
 
-Backpressure (DESIGN.md §5): Chroma and Neo4j fall back to a spool of their own
+Backpressure (docs/guarantees.md): Chroma and Neo4j fall back to a spool of their own
 — a Redis stream per store — when they are down, raise a transient error, or
 write slower than the latency budget; while a store spools, every later
 operation for it is spooled too, and the spool is replayed oldest first, in

@@ -1,4 +1,4 @@
-"""Prometheus metrics of the sink job (DESIGN.md §5: "spool depth is a metric").
+"""Prometheus metrics of the sink job (docs/guarantees.md: "spool depth is a metric").
 
 Plain prometheus-client collectors on the default registry, labelled by store
 (``redis``, ``chroma``, ``neo4j``); a ``/metrics`` endpoint only has to serve
@@ -41,7 +41,7 @@ WRITE_SECONDS = Histogram(
     "memstream_sink_write_seconds",
     "Duration of one direct batch write to a store.",
     ["store"],
-    # Around the 200 ms latency budget (DESIGN.md §5).
+    # Around the 200 ms latency budget (docs/guarantees.md).
     buckets=(0.01, 0.025, 0.05, 0.1, 0.2, 0.4, 0.8, 1.6, 5),
 )
 BATCHES_COMMITTED = Counter(
@@ -62,6 +62,6 @@ END_TO_END_SECONDS = Histogram(
     "memstream_sink_end_to_end_seconds",
     "From an operation's event time to the sink job applying it (written or spooled).",
     # The ingest histogram's buckets (jobs/ingest/metrics.py) plus the sink's
-    # batch: DESIGN.md's p95 <= 800 ms applies to the whole path.
+    # batch: docs/architecture.md's p95 <= 800 ms applies to the whole path.
     buckets=(0.1, 0.2, 0.4, 0.8, 1.6, 3.2, 6.4, 15, 30, 60, 300, 3600),
 )

@@ -26,7 +26,6 @@ import typer
 from memstream.data import sample_dir
 
 if TYPE_CHECKING:
-    from memstream.settings import Settings
     from pipelines.encode.triples import Triple
     from schemas.events import InputEvent
 
@@ -34,14 +33,6 @@ _SAMPLE_DIR = sample_dir()
 SAMPLE_DIALOGUE = _SAMPLE_DIR / "dialogue.events.jsonl"
 SAMPLE_CRM = _SAMPLE_DIR / "crm.webhooks.jsonl"
 TRAINED_TRIPLES_FILE = "triples.jsonl"
-
-
-def default_model_dir(settings: Settings) -> Path:
-    """Where the TransE model lives unless told otherwise: ``<state_dir>/models/transe``.
-
-    Jobs pass this to ``pipelines.encode.Encoder.load``.
-    """
-    return settings.state_dir / "models" / "transe"
 
 
 def _read_events(path: Path, topic: str) -> list[InputEvent]:
@@ -160,7 +151,7 @@ def command(
     model = train_transe(everything, **chosen)
     elapsed = time.perf_counter() - started
 
-    directory = model.save(out or default_model_dir(get_settings()))
+    directory = model.save(out or get_settings().transe_model_dir)
     unique = sorted(set(everything), key=lambda t: (t.head, t.relation, t.tail))
     write_triples(directory / TRAINED_TRIPLES_FILE, unique)
     meta = model.meta

@@ -15,7 +15,7 @@ import numpy as np
 import numpy.typing as npt
 
 MINILM_DIM = 384
-# 64 per forward pass: STACK.md measured ~530 sentences/s at batch 64 on 2 cores;
+# 64 per forward pass: docs/dependencies.md measured ~530 sentences/s at batch 64 on 2 cores;
 # short fact statements pad little, so larger batches gain nothing more.
 BATCH_SIZE = 64
 

@@ -24,7 +24,7 @@ from pipelines.encode.transe import (
 )
 from pipelines.encode.triples import Triple
 
-# 200 epochs: STACK.md measured 0.6 s for 200 epochs on 300 triples (with
+# 200 epochs: docs/dependencies.md measured 0.6 s for 200 epochs on 300 triples (with
 # gc.freeze), and the margin loss of the seed graph is flat well before that.
 DEFAULT_EPOCHS = 200
 # Adam at 0.01: PyKEEN's default 0.001 needs ~10x the epochs on a graph this small.
@@ -98,7 +98,7 @@ def train_transe(
     )
     # PyKEEN runs gc.collect() every epoch; with torch (and torch._dynamo)
     # loaded each collection walks ~1e6 objects (~200 ms). Freezing the
-    # long-lived heap first took 200 epochs from 42 s to 0.6 s (STACK.md).
+    # long-lived heap first took 200 epochs from 42 s to 0.6 s (docs/dependencies.md).
     gc.freeze()
     # The tensors are tiny (a few hundred x 64): with 2 threads torch spends
     # its time synchronising; 1 thread took 200 epochs from 2.8 s to 0.45 s on

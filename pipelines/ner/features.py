@@ -17,7 +17,7 @@ from functools import lru_cache
 from typing import Any
 
 # The label types, in the (alphabetical) order their embeddings are stacked:
-# flair re-sorts stacked embeddings by name on reload (STACK.md), so any other
+# flair re-sorts stacked embeddings by name on reload (docs/dependencies.md), so any other
 # order would reload into a different input layout.
 FEATURE_FIELDS = ("lower", "shape", "suffix")
 # Digit runs keep up to three "d": an hour (1-2 digits) and a phone-number group

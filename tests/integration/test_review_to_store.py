@@ -274,7 +274,7 @@ def test_a_time_sensitive_fact_expires_and_stays_in_history(
         if op.op_type is OpType.UPSERT_FACT
     ]
     assert upsert.record is not None and upsert.record.expires_at is not None
-    # DESIGN.md: base 2 d for travel, confidence 0.9 -> 3.8 d.
+    # docs/architecture.md: base 2 d for travel, confidence 0.9 -> 3.8 d.
     assert upsert.record.expires_at - T0 == timedelta(days=3.8)
     assert [h.object for h in chroma.get(user.tenant, user.user, at=T0 + timedelta(days=3))] == [
         "tomorrow"

@@ -10,7 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 from jobs.cli.train import app
-from jobs.train.transe import TRAINED_TRIPLES_FILE, default_model_dir
+from jobs.train.transe import TRAINED_TRIPLES_FILE
 from memstream.settings import Settings
 from pipelines.encode.transe import META_FILE, TripleEmbedder, fallback_vector
 from pipelines.encode.triples import SEED_TRIPLES, Triple, read_triples
@@ -126,5 +126,24 @@ def test_learns_user_and_crm_facts_from_streams_but_not_agent_statements(tmp_pat
     assert not any(t.tail == canonical_phone("555-0199") for t in trained_on)
 
 
-def test_default_model_dir_is_under_the_state_dir(tmp_path: Path) -> None:
-    assert default_model_dir(Settings(state_dir=tmp_path)) == tmp_path / "models" / "transe"
+def test_the_model_dir_is_under_the_state_dir_unless_set(tmp_path: Path) -> None:
+    assert Settings(state_dir=tmp_path).transe_model_dir == tmp_path / "models" / "transe"
+    chosen = tmp_path / "elsewhere"
+    assert Settings(state_dir=tmp_path, ingest={"transe_dir": chosen}).transe_model_dir == chosen
+
+
+def test_an_installed_package_keeps_its_state_in_the_user_data_dir(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import memstream.settings as settings_module
+
+    monkeypatch.setattr(settings_module, "_PACKAGE_ROOT", tmp_path / "site-packages")
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    assert settings_module.default_state_dir() == tmp_path / "data" / "memstream"
+
+
+def test_a_checkout_keeps_its_state_inside_it() -> None:
+    import memstream.settings as settings_module
+
+    root = Path(settings_module.__file__).resolve().parent.parent
+    assert settings_module.default_state_dir() == root / ".memstream"

@@ -19,7 +19,7 @@ from pipelines.encode.triples import SEED_TRIPLES, read_triples
 from schemas.facts import ExtractedFact
 from schemas.memory import Polarity
 
-# review merges near-duplicates above this cosine (DESIGN.md §3, conflict stage)
+# review merges near-duplicates above this cosine (docs/architecture.md, Stages, conflict stage)
 MERGE_THRESHOLD = 0.85
 
 

@@ -15,7 +15,7 @@ from schemas.facts import Assertor, ExtractedFact
 from schemas.memory import MemoryKind, Polarity
 
 os.environ.setdefault("FLAIR_CACHE_ROOT", str(Path.home() / ".cache" / "memstream" / "flair"))
-COMMIT = 0.82  # the review gate's commit threshold (DESIGN.md §3)
+COMMIT = 0.82  # the review gate's commit threshold (docs/architecture.md, Stages)
 TS = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)
 
 

@@ -152,7 +152,7 @@ def test_a_hedge_said_on_its_own_hedges_the_turn(extractor: FactExtractor) -> No
     )
     [fact] = extractor.extract(event, extractor.parser.parse(event))
     assert (fact.predicate, fact.object, fact.hedged) == ("delivery_time", "thursday", True)
-    assert fact.confidence < 0.82  # the review gate's commit threshold (DESIGN.md §3)
+    assert fact.confidence < 0.82  # the review gate's commit threshold (docs/architecture.md)
 
 
 def test_moving_an_arrangement_is_a_time_not_a_plan(extractor: FactExtractor) -> None:

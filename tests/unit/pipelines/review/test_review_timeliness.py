@@ -15,9 +15,9 @@ from schemas.ops import OpType
 @pytest.mark.parametrize(
     ("subject", "predicate", "obj", "confidence", "days"),
     [
-        ("travel", "to", "Berlin", 0.9, 3.8),  # DESIGN.md §3: "I travel tomorrow"
+        ("travel", "to", "Berlin", 0.9, 3.8),  # docs/architecture.md: "I travel tomorrow"
         ("user", "travel", "Berlin", 0.9, 3.8),  # the same attribute, the other form
-        ("order_status", "is", "shipped", 0.99, 13.93),  # DESIGN.md §3: "order shipped"
+        ("order_status", "is", "shipped", 0.99, 13.93),  # docs/architecture.md: "order shipped"
         ("mood", "is", "frustrated", 0.85, 1.85),  # the status-kind default, 1 day
     ],
 )
