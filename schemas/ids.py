@@ -27,3 +27,8 @@ def fact_id(chain: str, event_id: str, obj: str, polarity: str) -> str:
 def op_id(event_id: str, index: int, kind: str) -> str:
     """Id of the ``index``-th operation decided for a source event."""
     return "o_" + _digest(event_id, index, kind)
+
+
+def episode_id(tenant_id: str, user_id: str, event_id: str) -> str:
+    """Id of the episode of one dialogue turn (its source event)."""
+    return "e_" + _digest(tenant_id, user_id, event_id)

@@ -1,0 +1,57 @@
+"""An episode: one content-bearing dialogue turn kept whole in episodic memory.
+
+Facts are what the extractor understood; an episode is what was said. Recall
+ranks both, so a turn the extractor missed (an agent's reference number, a
+friend's story, an answer phrased in a way no rule knows) can still be found.
+An episode's search key is "fact-augmented": the turn it answers (for a short
+answer), the turn itself and the statements of the facts extracted from it,
+so a question in other words than the turn still meets it (docs/recall.md).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from pydantic import Field
+
+from schemas._base import Frozen
+from schemas.events import Role
+from schemas.lineage import SourceLineage
+
+
+class Episode(Frozen):
+    """One turn as said, with what it answers and what was extracted from it."""
+
+    episode_id: str = Field(description="Deterministic: derived from the source event id.")
+    tenant_id: str
+    user_id: str
+    session_id: str
+    turn_index: int = Field(ge=0)
+    role: Role
+    text: str = Field(description="The turn as said (whitespace folded).")
+    context: str | None = Field(
+        default=None,
+        description="The turn a short answer answers ('Friday?' after 'When suits you?').",
+    )
+    context_role: Role | None = None
+    fact_ids: list[str] = Field(default_factory=list, description="Facts extracted from it.")
+    statements: list[str] = Field(
+        default_factory=list, description="Those facts in words (the key expansion)."
+    )
+    intent: str | None = None
+    ts: datetime = Field(description="Event time of the turn.")
+    lineage: SourceLineage
+
+    def search_text(self) -> str:
+        """What BM25 and the vector index read: context, the turn, the fact statements."""
+        parts = [self.context or "", self.text, *self.statements]
+        return " ".join(part for part in parts if part)
+
+    def document(self) -> str:
+        """How the episode reads in a recall result: the turn, after what it answers."""
+        speaker = "user" if self.role is Role.USER else "agent" if self.role is Role.AGENT else ""
+        said = f"{speaker}: {self.text}" if speaker else self.text
+        if not self.context:
+            return said
+        asker = "user" if self.context_role is Role.USER else "agent"
+        return f"{asker}: {self.context} / {said}"
