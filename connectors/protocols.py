@@ -9,22 +9,30 @@
   logic, shared by the Redis, Chroma and Neo4j writers (each only says how to apply
   one chunk of operations to its store).
 - :class:`SearchHit` — the one model every store's fact reader returns.
+- :class:`WorkingMemoryReader`, :class:`EpisodicReader`, :class:`SemanticReader`,
+  :class:`NamespaceReader` — the read side of the three tiers as the query
+  service, the report, replay and the audit use it (implemented by the
+  Redis, Chroma and Neo4j connectors, and in memory by ``memstream.testing``).
 """
 
 from __future__ import annotations
 
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
-from typing import ClassVar, Protocol, Self, runtime_checkable
+from typing import TYPE_CHECKING, ClassVar, Protocol, Self, runtime_checkable
 
 from pydantic import AwareDatetime, Field
 
 from schemas._base import Frozen, Scalar
 from schemas.lineage import SourceLineage
 from schemas.memory import MemoryKind, MemoryRecord, Polarity, Tier
-from schemas.ops import MemoryOperation
+from schemas.ops import MemoryOperation, WorkingTurn
+
+if TYPE_CHECKING:  # the connectors import this module
+    from connectors.namespace_dump import UserDump
+    from connectors.redis_memory import ErasureRecord
 
 # docs/guarantees.md: "when a store's write latency goes over 200 ms or it is down,
 # operations go to a Redis spool instead".
@@ -57,6 +65,11 @@ class MemorySink(Protocol):
     @property
     def tier(self) -> Tier:
         """The tier this sink writes; it keeps only operations that list it."""
+        ...
+
+    @property
+    def store_name(self) -> str:
+        """The store's name in metrics, spools and summaries (``redis``, ``chroma``, ``neo4j``)."""
         ...
 
     def setup(self) -> None:
@@ -219,3 +232,91 @@ class SearchHit(Frozen):
         if self.valid_until is not None and self.valid_until <= at:
             return False
         return self.expires_at is None or self.expires_at > at
+
+
+@runtime_checkable
+class WorkingMemoryReader(Protocol):
+    """The read side of the working tier (Redis): pending items, statuses, turns, erasures."""
+
+    def pending(self, tenant_id: str, user_id: str, at: datetime | None = None) -> list[SearchHit]:
+        """Pending items not yet expired at ``at`` (default now), soonest expiry first."""
+        ...
+
+    def statuses(self, tenant_id: str, user_id: str) -> dict[str, Scalar]:
+        """Every unexpired status of a user, by name."""
+        ...
+
+    def recent_turns(self, tenant_id: str, user_id: str, session_id: str) -> list[WorkingTurn]:
+        """The last turns of a session, oldest first."""
+        ...
+
+    def erasures(self, tenant_id: str) -> list[ErasureRecord]:
+        """The tenant's audited erasures, oldest first."""
+        ...
+
+
+@runtime_checkable
+class EpisodicReader(Protocol):
+    """The read side of the episodic tier (Chroma): every version, by similarity or whole."""
+
+    def query(
+        self,
+        tenant_id: str,
+        user_id: str,
+        *,
+        embedding: Sequence[float] | None = None,
+        text: str | None = None,
+        k: int = 10,
+        at: datetime | None = None,
+        session_id: str | None = None,
+        tags: Mapping[str, str] | None = None,
+    ) -> list[SearchHit]:
+        """The ``k`` nearest versions of a user's facts (``at``: current then only)."""
+        ...
+
+    def get(
+        self,
+        tenant_id: str,
+        user_id: str,
+        *,
+        archived: bool = False,
+        at: datetime | None = None,
+    ) -> list[SearchHit]:
+        """A user's stored versions (``at``: current then only)."""
+        ...
+
+    def chain(self, tenant_id: str, user_id: str, subject: str, predicate: str) -> list[SearchHit]:
+        """Every version of one (subject, predicate), oldest first."""
+        ...
+
+
+@runtime_checkable
+class SemanticReader(Protocol):
+    """The read side of the semantic tier (Neo4j): consolidated facts and their chains."""
+
+    def facts_as_of(
+        self,
+        tenant_id: str,
+        user_id: str,
+        at: datetime,
+        kinds: Sequence[MemoryKind] | None = None,
+    ) -> list[SearchHit]:
+        """The versions of a user's facts that held at ``at``."""
+        ...
+
+    def chain(self, tenant_id: str, user_id: str, subject: str, predicate: str) -> list[SearchHit]:
+        """Every version of one (subject, predicate), oldest first."""
+        ...
+
+
+@runtime_checkable
+class NamespaceReader(Protocol):
+    """One store namespace read whole, user by user (``memstream audit diff``)."""
+
+    def users(self) -> list[tuple[str, str]]:
+        """Every (tenant, user) with memory in any tier of the namespace, sorted."""
+        ...
+
+    def dump(self, tenant_id: str, user_id: str) -> UserDump:
+        """All of one user's memory in the namespace, as comparable plain data."""
+        ...
