@@ -1,0 +1,163 @@
+"""Episodes: which turns are kept whole in episodic memory, and with what key.
+
+Every turn that carries content becomes an episode, user and agent turns
+alike (an agent turn is recallable context, never a user fact). Only turns
+that are provably empty are skipped: made only of greetings, thanks and
+acknowledgements, and not answering a question or an offer ("ok" after
+"Shall I book it?" is a confirmation and is kept). A short answer is stored
+together with the turn it answers, so the question's wording finds it.
+
+Pure: the caller passes the previous turn of the session (kept in the user's
+keyed state) and the statements of the facts extracted from the turn.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from schemas.episodes import Episode
+from schemas.events import DialogueEvent, Role
+from schemas.ids import episode_id
+from schemas.lineage import SourceLineage
+
+# Words that carry nothing to remember on their own. A turn made only of these
+# is empty unless it answers something ("ok" to an offer confirms it).
+CONTENT_FREE = frozenset(
+    [
+        "hi",
+        "hello",
+        "hey",
+        "hiya",
+        "yo",
+        "morning",
+        "afternoon",
+        "evening",
+        "good",
+        "thanks",
+        "thank",
+        "you",
+        "ta",
+        "cheers",
+        "ok",
+        "okay",
+        "k",
+        "kk",
+        "alright",
+        "right",
+        "cool",
+        "great",
+        "nice",
+        "lovely",
+        "awesome",
+        "brilliant",
+        "perfect",
+        "bye",
+        "goodbye",
+        "cya",
+        "see",
+        "later",
+        "soon",
+        "take",
+        "care",
+        "have",
+        "a",
+        "day",
+        "night",
+        "great",
+        "wonderful",
+        "lol",
+        "haha",
+        "hahaha",
+        "hehe",
+        "hmm",
+        "um",
+        "uh",
+        "oh",
+        "ah",
+        "wow",
+        "np",
+        "no",
+        "problem",
+        "welcome",
+        "you're",
+        "youre",
+        "much",
+        "so",
+        "very",
+        "again",
+        "all",
+        "the",
+        "for",
+        "your",
+        "help",
+        "bit",
+        "in",
+        "touch",
+    ]
+)
+# A short answer means little without what it answers ("07700 900123", "Friday?",
+# "yes, book it"): up to this many words it is stored with the previous turn.
+# Eight words cover "yes please, Friday after 3 works for me" and leave out
+# self-contained sentences, which are found by their own words.
+SHORT_ANSWER_WORDS = 8
+# The previous turn quoted as context is cut at this many characters: the part
+# of a long agent turn that asked the question is usually its end.
+MAX_CONTEXT_CHARS = 400
+_WORD = re.compile(r"[0-9A-Za-z]+(?:'[A-Za-z]+)?")
+_ASKS = re.compile(
+    r"\?\s*$|\b(?:would|could|shall|should|can|do|does|did|is|are|will|what|when|which"
+    r"|where|who|how|let me know|tell me|confirm)\b",
+    re.IGNORECASE,
+)
+
+
+def is_empty(text: str, previous: str | None) -> bool:
+    """Whether a turn provably carries nothing: only pleasantries, answering nothing."""
+    words = [w.casefold() for w in _WORD.findall(text)]
+    if any(w not in CONTENT_FREE for w in words):
+        return False
+    return previous is None or _ASKS.search(previous) is None
+
+
+def context_for(text: str, previous: str | None) -> str | None:
+    """The previous turn when ``text`` is a short answer to it, else None."""
+    if not previous or len(_WORD.findall(text)) > SHORT_ANSWER_WORDS:
+        return None
+    return previous[-MAX_CONTEXT_CHARS:]
+
+
+def build_episode(
+    event: DialogueEvent,
+    lineage: SourceLineage,
+    *,
+    previous: tuple[Role, str] | None,
+    fact_ids: Sequence[str] = (),
+    statements: Sequence[str] = (),
+    intent: str | None = None,
+) -> Episode | None:
+    """The episode of one turn, or None when the turn is provably empty.
+
+    ``previous`` is the (role, text) of the session's turn before this one.
+    """
+    text = " ".join(event.text.split())
+    before = previous[1] if previous is not None else None
+    if not text or is_empty(text, before):
+        return None
+    context = context_for(text, before)
+    return Episode(
+        episode_id=episode_id(event.tenant_id, event.user_id, event.event_id),
+        tenant_id=event.tenant_id,
+        user_id=event.user_id,
+        session_id=event.session_id,
+        turn_index=event.turn_index,
+        role=event.role,
+        text=text,
+        context=context,
+        context_role=previous[0] if context is not None and previous is not None else None,
+        fact_ids=list(fact_ids),
+        statements=list(dict.fromkeys(statements)),
+        intent=intent,
+        ts=event.ts,
+        lineage=lineage,
+    )

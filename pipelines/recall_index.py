@@ -1,0 +1,524 @@
+"""One user's recall index: BM25 and vectors over all of the user's facts and episodes.
+
+Recall ranks every item the user has, not a pool a vector store pre-selected:
+
+    total = 0.6·vector + 0.3·keyword + 0.1·time          (docs/architecture.md, Tiers)
+
+- ``vector``: cosine of the query's MiniLM vector and the item's (a fact's
+  combined vector is ~0.8 × its text vector, ``scale`` undoes that), floored at 0;
+- ``keyword``: Okapi BM25 (Lucene idf, k1 1.2, b 0.75) over every item's search
+  text, divided by the best score of this query, mixed with exact hashed-field
+  hits (a phone number, a code) as ``pipelines.recall`` does;
+- ``time``: ``1 / (1 + days / 30)`` of the item's age at ``at``; a query with
+  time words (``pipelines.time_focus``) scores 1 inside its window and 0
+  outside, and "first"/"now" rank the time component by age.
+
+Then: only what held at ``at`` is kept; an episode whose fact was superseded
+is outdated and scores ``OUTDATED_FACTOR`` of its total, so the turn holding the
+current value ranks above it; a fact and its source episode never take two
+slots (the fact is kept, the episode named as its source); pending items only
+fill slots that committed items leave empty.
+
+Pure and in-process: the caller fills it from the stores (the source of
+truth) and keeps it coherent with their writes; a restart rebuilds it.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from enum import StrEnum
+
+import numpy as np
+import numpy.typing as npt
+
+from pipelines.time_focus import Order, TimeFocus
+
+# Okapi BM25's usual constants (Lucene's defaults).
+BM25_K1 = 1.2
+BM25_B = 0.75
+# docs/architecture.md, Tiers: time = 1 / (1 + days / 30).
+TIME_SCALE_DAYS = 30.0
+# An outdated episode (its fact was superseded) keeps half its score: still
+# findable as history, below the turn that holds the current value, whose
+# relevance to the same question is about the same.
+OUTDATED_FACTOR = 0.5
+# Weight of an exact hashed-field hit inside ``keyword`` (pipelines.recall's
+# RecallWeights.exact_share default): a named value counts as much as the best
+# text match.
+EXACT_SHARE = 0.5
+
+_TOKEN = re.compile(r"[0-9a-z]+(?:[-'][0-9a-z]+)*")
+# English function words: they match everything and say nothing. A closed list
+# (no scikit-learn at import) of determiners, pronouns, auxiliaries and
+# prepositions; "not"/"no"/"never" are kept, a negation is content here.
+STOP_WORDS = frozenset(
+    [
+        "a",
+        "about",
+        "above",
+        "after",
+        "again",
+        "against",
+        "all",
+        "am",
+        "an",
+        "and",
+        "any",
+        "are",
+        "as",
+        "at",
+        "be",
+        "because",
+        "been",
+        "before",
+        "being",
+        "below",
+        "between",
+        "both",
+        "but",
+        "by",
+        "can",
+        "could",
+        "did",
+        "do",
+        "does",
+        "doing",
+        "down",
+        "during",
+        "each",
+        "few",
+        "for",
+        "from",
+        "further",
+        "had",
+        "has",
+        "have",
+        "having",
+        "he",
+        "her",
+        "here",
+        "hers",
+        "herself",
+        "him",
+        "himself",
+        "his",
+        "how",
+        "i",
+        "if",
+        "in",
+        "into",
+        "is",
+        "it",
+        "its",
+        "itself",
+        "just",
+        "me",
+        "more",
+        "most",
+        "my",
+        "myself",
+        "of",
+        "off",
+        "on",
+        "once",
+        "only",
+        "or",
+        "other",
+        "our",
+        "ours",
+        "ourselves",
+        "out",
+        "over",
+        "own",
+        "same",
+        "she",
+        "should",
+        "so",
+        "some",
+        "such",
+        "than",
+        "that",
+        "the",
+        "their",
+        "theirs",
+        "them",
+        "themselves",
+        "then",
+        "there",
+        "these",
+        "they",
+        "this",
+        "those",
+        "through",
+        "to",
+        "too",
+        "under",
+        "until",
+        "up",
+        "very",
+        "was",
+        "we",
+        "were",
+        "what",
+        "when",
+        "where",
+        "which",
+        "while",
+        "who",
+        "whom",
+        "why",
+        "will",
+        "with",
+        "would",
+        "you",
+        "your",
+        "yours",
+        "yourself",
+        "yourselves",
+        "i'm",
+        "i've",
+        "i'd",
+        "i'll",
+        "you're",
+        "you've",
+        "it's",
+        "that's",
+        "what's",
+        "let's",
+        "there's",
+        "he's",
+        "she's",
+        "we're",
+        "they're",
+        "im",
+        "ive",
+        "id",
+        "ill",
+        "s",
+        "t",
+        "d",
+        "ll",
+        "m",
+        "re",
+        "ve",
+        "also",
+        "get",
+        "got",
+    ]
+)
+
+
+def stem(word: str) -> str:
+    """A light English suffix stripper: plurals, -ing, -ed, -ly (shared by queries and items)."""
+    if len(word) <= 3 or not word.isalpha():
+        return word
+    for suffix, keep in (("ies", "y"), ("ing", ""), ("ed", ""), ("ly", ""), ("es", ""), ("s", "")):
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            if suffix == "s" and word.endswith("ss"):
+                return word
+            base = word[: -len(suffix)] + keep
+            if suffix in ("ing", "ed") and len(base) > 3 and base[-1] == base[-2]:
+                base = base[:-1]  # "booked" → "book", "stopped" → "stop"
+            return base
+    return word
+
+
+def terms(text: str) -> list[str]:
+    """The BM25 vocabulary of a text: lower-cased, stop words out, lightly stemmed."""
+    words = _TOKEN.findall(text.casefold().replace("\u2019", "'"))
+    out = []
+    for word in words:
+        if word in STOP_WORDS:
+            continue
+        if "'" in word:  # "friend's" → "friend"
+            word = word.split("'", 1)[0]
+            if not word or word in STOP_WORDS:
+                continue
+        out.append(stem(word))
+    return out
+
+
+class ItemKind(StrEnum):
+    """What an index row is."""
+
+    FACT = "fact"
+    EPISODE = "episode"
+
+
+@dataclass(frozen=True)
+class IndexItem:
+    """What ranking needs of one fact version or episode."""
+
+    item_id: str
+    kind: ItemKind
+    text: str  # the search text (a fact's statement and object; an episode's key)
+    at: datetime  # valid_from of a fact, event time of an episode
+    valid_until: datetime | None = None
+    expires_at: datetime | None = None
+    pending: bool = False
+    outdated: bool = False
+    source_id: str | None = None  # a fact's source episode
+    session_id: str | None = None
+    exact_keys: frozenset[int] = frozenset()  # hashed exact fields (a fact's object)
+    scale: float = 1.0  # multiplies the raw cosine (a fact's combined vector: 1 / 0.8)
+
+    def holds_at(self, at: datetime, *, include_history: bool = False) -> bool:
+        """Whether the item existed at ``at`` (and, without history, was still valid)."""
+        if self.at > at:
+            return False
+        if include_history:
+            return True
+        if self.valid_until is not None and self.valid_until <= at:
+            return False
+        return self.expires_at is None or self.expires_at > at
+
+
+@dataclass(frozen=True)
+class Scored:
+    """One ranked item with its score breakdown and, for a fact, its source episode."""
+
+    item: IndexItem
+    vector: float
+    keyword: float
+    time: float
+    total: float
+    source: IndexItem | None = None
+
+
+@dataclass
+class _Postings:
+    rows: dict[int, int] = field(default_factory=dict)  # row -> term frequency
+    arrays: tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]] | None = None
+
+
+class UserIndex:
+    """The recall index of one user (see the module docstring)."""
+
+    def __init__(self, dim: int = 384) -> None:
+        """An empty index for ``dim``-dimensional unit vectors."""
+        self.dim = dim
+        self._vectors = np.zeros((16, dim), dtype=np.float32)
+        self._lengths = np.zeros(16, dtype=np.float32)
+        self._alive = np.zeros(16, dtype=bool)
+        self._items: list[IndexItem | None] = []
+        self._row_of: dict[str, int] = {}
+        self._terms_of: list[list[str]] = []
+        self._postings: dict[str, _Postings] = defaultdict(_Postings)
+        self._total_length = 0.0
+        self._count = 0
+
+    def __len__(self) -> int:
+        return self._count
+
+    def __contains__(self, item_id: object) -> bool:
+        return item_id in self._row_of
+
+    def get(self, item_id: str) -> IndexItem | None:
+        """The item with ``item_id``, or None."""
+        row = self._row_of.get(item_id)
+        return None if row is None else self._items[row]
+
+    def items(self) -> Iterable[IndexItem]:
+        """Every live item, in insertion order."""
+        return (item for item in self._items if item is not None)
+
+    # -- writes ---------------------------------------------------------------
+    def upsert(self, item: IndexItem, vector: Sequence[float] | npt.NDArray[np.float32]) -> None:
+        """Add ``item``, or replace the item with its id (its text and vector too)."""
+        if item.item_id in self._row_of:
+            self.remove(item.item_id)
+        row = len(self._items)
+        if row == len(self._alive):
+            self._grow()
+        vec = np.asarray(vector, dtype=np.float32)
+        norm = float(np.linalg.norm(vec))
+        self._vectors[row] = vec / norm if norm > 0 else vec
+        words = terms(item.text)
+        self._lengths[row] = len(words)
+        self._alive[row] = True
+        self._items.append(item)
+        self._terms_of.append(words)
+        self._row_of[item.item_id] = row
+        counts: dict[str, int] = defaultdict(int)
+        for word in words:
+            counts[word] += 1
+        for word, tf in counts.items():
+            postings = self._postings[word]
+            postings.rows[row] = tf
+            postings.arrays = None
+        self._total_length += len(words)
+        self._count += 1
+
+    def update(self, item: IndexItem) -> None:
+        """Replace an item's metadata (validity, outdated, pending) keeping text and vector."""
+        row = self._row_of.get(item.item_id)
+        if row is not None:
+            self._items[row] = item
+
+    def remove(self, item_id: str) -> None:
+        """Drop the item with ``item_id`` (nothing if absent)."""
+        row = self._row_of.pop(item_id, None)
+        if row is None:
+            return
+        for word in set(self._terms_of[row]):
+            postings = self._postings[word]
+            postings.rows.pop(row, None)
+            postings.arrays = None
+            if not postings.rows:
+                del self._postings[word]
+        self._total_length -= float(self._lengths[row])
+        self._alive[row] = False
+        self._items[row] = None
+        self._terms_of[row] = []
+        self._count -= 1
+
+    def _grow(self) -> None:
+        size = len(self._alive) * 2
+        self._vectors = np.resize(self._vectors, (size, self.dim))
+        self._lengths = np.resize(self._lengths, size)
+        alive = np.zeros(size, dtype=bool)
+        alive[: len(self._alive)] = self._alive
+        self._alive = alive
+
+    # -- reads ----------------------------------------------------------------
+    def bm25(self, query_terms: Sequence[str]) -> npt.NDArray[np.float32]:
+        """Raw BM25 of every row for ``query_terms`` (dead rows score 0)."""
+        rows = len(self._items)
+        scores = np.zeros(rows, dtype=np.float32)
+        if not self._count:
+            return scores
+        average = max(self._total_length / self._count, 1.0)
+        norms = BM25_K1 * (1.0 - BM25_B + BM25_B * self._lengths[:rows] / average)
+        for word in dict.fromkeys(query_terms):
+            postings = self._postings.get(word)
+            if postings is None:
+                continue
+            if postings.arrays is None:
+                postings.arrays = (
+                    np.fromiter(postings.rows.keys(), dtype=np.int64, count=len(postings.rows)),
+                    np.fromiter(postings.rows.values(), dtype=np.float32, count=len(postings.rows)),
+                )
+            hit_rows, tf = postings.arrays
+            n = len(hit_rows)
+            idf = math.log(1.0 + (self._count - n + 0.5) / (n + 0.5))
+            scores[hit_rows] += idf * tf * (BM25_K1 + 1.0) / (tf + norms[hit_rows])
+        return scores
+
+    def search(
+        self,
+        query: str,
+        query_vector: Sequence[float] | npt.NDArray[np.float32],
+        *,
+        at: datetime,
+        k: int = 10,
+        weights: tuple[float, float, float] = (0.6, 0.3, 0.1),
+        focus: TimeFocus | None = None,
+        exact_keys: frozenset[int] = frozenset(),
+        include_history: bool = False,
+        kinds: frozenset[ItemKind] | None = None,
+        session_id: str | None = None,
+    ) -> list[Scored]:
+        """The ``k`` best items for ``query`` at ``at``, best first (module docstring)."""
+        rows = len(self._items)
+        if rows == 0 or k < 1 or self._count == 0:
+            return []
+        w_vector, w_keyword, w_time = weights
+        q = np.asarray(query_vector, dtype=np.float32)
+        q_norm = float(np.linalg.norm(q))
+        cosine = self._vectors[:rows] @ (q / q_norm if q_norm > 0 else q)
+        raw_bm25 = self.bm25(terms(query))
+        alive = self._alive[:rows]
+        best = float(raw_bm25[alive].max()) if alive.any() else 0.0
+        bm25 = raw_bm25 / best if best > 0 else raw_bm25
+        # Rough first cut over every row with numpy; the exact rules run on a shortlist.
+        rough = w_vector * np.clip(cosine, 0.0, 1.0) + w_keyword * (1.0 - EXACT_SHARE) * bm25
+        rough = np.where(alive, rough, -1.0)
+        shortlist = _top_rows(rough, max(8 * k, 200))
+        scored: list[Scored] = []
+        for row in shortlist:
+            item = self._items[row]
+            if item is None or not item.holds_at(at, include_history=include_history):
+                continue
+            if kinds is not None and item.kind not in kinds:
+                continue
+            if session_id is not None and item.session_id != session_id:
+                continue
+            vector = min(max(float(cosine[row]) * item.scale, 0.0), 1.0)
+            exact = float(bool(exact_keys and item.exact_keys & exact_keys))
+            keyword = (1.0 - EXACT_SHARE) * float(bm25[row]) + EXACT_SHARE * exact
+            time = _time(item, at, focus)
+            total = w_vector * vector + w_keyword * keyword + w_time * time
+            if item.outdated:
+                total *= OUTDATED_FACTOR
+            scored.append(Scored(item, vector, keyword, time, min(max(total, 0.0), 1.0)))
+        if focus is not None and focus.order is not Order.ANY:
+            scored = _reorder_time(scored, focus.order, w_time)
+        scored.sort(key=lambda s: (-s.total, s.item.item_id))
+        return self._select(scored, k)
+
+    def _select(self, scored: list[Scored], k: int) -> list[Scored]:
+        """Committed first; a fact absorbs its source episode; pending fill what is left."""
+        committed = [s for s in scored if not s.item.pending]
+        facts_by_source = {
+            s.item.source_id: s
+            for s in committed
+            if s.item.kind is ItemKind.FACT and s.item.source_id
+        }
+        chosen: list[Scored] = []
+        absorbed: set[str] = set()
+        for entry in committed:
+            if len(chosen) == k:
+                break
+            item = entry.item
+            if item.item_id in absorbed:
+                continue
+            if item.kind is ItemKind.EPISODE and item.item_id in facts_by_source:
+                # The fact said in this turn takes the episode's place (and score).
+                fact = facts_by_source[item.item_id]
+                entry = Scored(fact.item, fact.vector, fact.keyword, fact.time, entry.total, item)
+                absorbed.add(fact.item.item_id)
+            elif item.kind is ItemKind.FACT and item.source_id:
+                source = self.get(item.source_id)
+                entry = Scored(item, entry.vector, entry.keyword, entry.time, entry.total, source)
+                absorbed.add(item.source_id)
+            chosen.append(entry)
+        for entry in scored:
+            if len(chosen) >= k:
+                break
+            if entry.item.pending:
+                chosen.append(entry)
+        return chosen
+
+
+def _time(item: IndexItem, at: datetime, focus: TimeFocus | None) -> float:
+    if focus is not None and focus.has_window:
+        return 1.0 if focus.contains(item.at) else 0.0
+    days = max((at - item.at) / timedelta(days=1), 0.0)
+    return 1.0 / (1.0 + days / TIME_SCALE_DAYS)
+
+
+def _reorder_time(scored: list[Scored], order: Order, w_time: float) -> list[Scored]:
+    """For "first" or "now": the time component becomes the rank by age among the matches."""
+    if len(scored) < 2:
+        return scored
+    by_age = sorted(scored, key=lambda s: s.item.at, reverse=order is Order.LATEST)
+    last = len(by_age) - 1
+    place = {id(s): 1.0 - i / last for i, s in enumerate(by_age)}
+    out = []
+    for s in scored:
+        time = place[id(s)]
+        total = min(max(s.total + w_time * (time - s.time), 0.0), 1.0)
+        out.append(Scored(s.item, s.vector, s.keyword, time, total, s.source))
+    return out
+
+
+def _top_rows(scores: npt.NDArray[np.float64], n: int) -> list[int]:
+    if len(scores) <= n:
+        return [int(i) for i in np.argsort(-scores)]
+    part = np.argpartition(-scores, n)[:n]
+    return [int(i) for i in part[np.argsort(-scores[part])]]

@@ -1,0 +1,157 @@
+"""The per-user recall index over plain items: BM25, vectors, validity, dedupe, pending."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import numpy as np
+
+from pipelines.recall_index import IndexItem, ItemKind, UserIndex, stem, terms
+from pipelines.time_focus import Order, time_focus
+
+NOW = datetime(2027, 6, 1, 12, tzinfo=UTC)
+DIM = 8
+
+
+def vec(*hot: int) -> np.ndarray:
+    v = np.zeros(DIM, dtype=np.float32)
+    for i in hot:
+        v[i] = 1.0
+    return v
+
+
+def episode(item_id: str, text: str, days_ago: float = 1, **kw: object) -> IndexItem:
+    return IndexItem(item_id, ItemKind.EPISODE, text, NOW - timedelta(days=days_ago), **kw)  # type: ignore[arg-type]
+
+
+def fact(item_id: str, text: str, days_ago: float = 1, **kw: object) -> IndexItem:
+    return IndexItem(item_id, ItemKind.FACT, text, NOW - timedelta(days=days_ago), **kw)  # type: ignore[arg-type]
+
+
+def ids(hits: list) -> list[str]:
+    return [h.item.item_id for h in hits]
+
+
+def test_terms_drop_stop_words_and_stem() -> None:
+    assert terms("I booked the vets for Fridays") == ["book", "vet", "friday"]
+    assert stem("glasses") == "glass"
+    assert "not" in terms("I do not want calls")
+
+
+def test_bm25_finds_the_turn_with_the_question_words() -> None:
+    index = UserIndex(DIM)
+    index.upsert(episode("e1", "my dog Biscuit hates the vet"), vec(0))
+    index.upsert(episode("e2", "we went hiking in the lake district"), vec(1))
+    index.upsert(episode("e3", "the weather was lovely"), vec(2))
+    hits = index.search("what is the name of my dog?", vec(5), at=NOW, k=2)
+    assert ids(hits)[0] == "e1"
+    assert hits[0].keyword > 0 and hits[0].vector == 0
+
+
+def test_vector_similarity_ranks_a_paraphrase_without_shared_words() -> None:
+    index = UserIndex(DIM)
+    index.upsert(episode("e1", "puppy adopted last month"), vec(0, 1))
+    index.upsert(episode("e2", "bought a new car"), vec(3))
+    assert ids(index.search("new pet?", vec(0), at=NOW, k=1)) == ["e1"]
+
+
+def test_items_not_valid_at_the_recall_moment_are_left_out() -> None:
+    index = UserIndex(DIM)
+    index.upsert(
+        fact("old", "phone number 111", days_ago=10, valid_until=NOW - timedelta(days=2)), vec(0)
+    )
+    index.upsert(fact("new", "phone number 222", days_ago=2), vec(0))
+    index.upsert(episode("future", "phone number 333", days_ago=-1), vec(0))
+    assert ids(index.search("phone number", vec(0), at=NOW, k=5)) == ["new"]
+    history = index.search("phone number", vec(0), at=NOW, k=5, include_history=True)
+    assert set(ids(history)) == {"old", "new"}
+
+
+def test_an_outdated_episode_ranks_below_the_current_one() -> None:
+    index = UserIndex(DIM)
+    # The outdated turn matches the query better on its own...
+    index.upsert(
+        episode("was", "I live in Glasgow, Glasgow flat", days_ago=20, outdated=True), vec(0)
+    )
+    index.upsert(episode("now", "moved to Edinburgh, I live there now", days_ago=2), vec(0))
+    assert ids(index.search("where do I live, Glasgow?", vec(0), at=NOW, k=2)) == ["now", "was"]
+
+
+def test_a_fact_and_its_source_episode_take_one_slot() -> None:
+    index = UserIndex(DIM)
+    index.upsert(episode("e1", "please call me on 07700 900123"), vec(0))
+    index.upsert(fact("f1", "user phone number 07700900123", source_id="e1"), vec(0))
+    index.upsert(episode("e2", "call me after six"), vec(0))
+    hits = index.search("call me phone", vec(0), at=NOW, k=3)
+    assert ids(hits).count("f1") == 1 and "e1" not in ids(hits)
+    (the_fact,) = [h for h in hits if h.item.item_id == "f1"]
+    assert the_fact.source is not None and the_fact.source.item_id == "e1"
+
+
+def test_pending_items_never_push_committed_ones_out() -> None:
+    index = UserIndex(DIM)
+    for i in range(3):
+        index.upsert(fact(f"p{i}", "delivery friday friday friday", pending=True), vec(0))
+    index.upsert(episode("c1", "delivery on friday please"), vec(1))
+    index.upsert(episode("c2", "delivery address is 5 elm road"), vec(1))
+    hits = index.search("delivery friday", vec(0), at=NOW, k=2)
+    assert ids(hits) == ["c1", "c2"]
+    more = index.search("delivery friday", vec(0), at=NOW, k=4)
+    assert ids(more)[:2] == ["c1", "c2"] and all(h.item.pending for h in more[2:])
+
+
+def test_time_words_boost_the_window() -> None:
+    index = UserIndex(DIM)
+    index.upsert(
+        episode(
+            "may", "went to the concert", days_ago=(NOW - datetime(2027, 5, 10, tzinfo=UTC)).days
+        ),
+        vec(0),
+    )
+    index.upsert(
+        episode(
+            "jan", "went to the concert", days_ago=(NOW - datetime(2027, 1, 10, tzinfo=UTC)).days
+        ),
+        vec(0),
+    )
+    focus = time_focus("which concert did I go to in January?", NOW)
+    assert focus is not None and focus.contains(datetime(2027, 1, 10, tzinfo=UTC))
+    assert ids(index.search("concert", vec(0), at=NOW, k=1, focus=focus)) == ["jan"]
+
+
+def test_first_and_now_order_by_age() -> None:
+    index = UserIndex(DIM)
+    index.upsert(episode("a", "my job is nurse", days_ago=100), vec(0))
+    index.upsert(episode("b", "my job is teacher", days_ago=5), vec(0))
+    first = time_focus("what was my first job?", NOW)
+    now = time_focus("what is my job now?", NOW)
+    assert first is not None and first.order is Order.EARLIEST
+    assert now is not None and now.order is Order.LATEST
+    assert ids(index.search("job", vec(0), at=NOW, k=1, focus=first)) == ["a"]
+    assert ids(index.search("job", vec(0), at=NOW, k=1, focus=now)) == ["b"]
+
+
+def test_remove_and_replace_keep_the_index_consistent() -> None:
+    index = UserIndex(DIM)
+    for i in range(40):  # past the initial capacity
+        index.upsert(episode(f"e{i}", f"note number {i} about gardening"), vec(i % DIM))
+    index.remove("e3")
+    index.upsert(episode("e4", "totally about sailing now"), vec(1))
+    assert len(index) == 39 and "e3" not in index
+    assert ids(index.search("sailing", vec(1), at=NOW, k=1)) == ["e4"]
+    assert "e3" not in ids(index.search("gardening", vec(3), at=NOW, k=50))
+
+
+def test_time_focus_windows() -> None:
+    at = datetime(2027, 6, 15, tzinfo=UTC)
+    last_week = time_focus("what did I do last week", at)
+    assert last_week is not None and last_week.contains(at - timedelta(days=5))
+    assert not last_week.contains(at - timedelta(days=30))
+    may = time_focus("the trip in May", at)
+    assert may is not None and may.contains(datetime(2027, 5, 20, tzinfo=UTC))
+    december = time_focus("in December", at)  # the last December before the recall moment
+    assert december is not None and december.contains(datetime(2026, 12, 5, tzinfo=UTC))
+    ago = time_focus("two weeks ago", at)
+    assert ago is not None and ago.contains(at - timedelta(days=14))
+    assert time_focus("what's the name of my dog", at) is None
+    assert time_focus("may I ask what my number is", at) is None
