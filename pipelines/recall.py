@@ -27,11 +27,11 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from functools import cache
 from typing import Protocol, Self
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 from rank_bm25 import BM25Okapi
-from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
 
 from pipelines.encode.hashing import field_features, hash_feature_lists, hash_query
 from schemas.lineage import SourceLineage
@@ -195,9 +195,19 @@ def time_score(valid_from: datetime, at: datetime) -> float:
     return 1.0 / (1.0 + days / TIME_SCALE_DAYS)
 
 
+@cache
+def _stop_words() -> frozenset[str]:
+    # scikit-learn takes ~2 s to import: only when the first text is tokenised,
+    # not for everything that imports this module (the settings, the CLI).
+    from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
+
+    return ENGLISH_STOP_WORDS
+
+
 def tokens(text: str) -> list[str]:
     """Lower-cased word tokens without English stop words (BM25's vocabulary)."""
-    return [t for t in _TOKEN.findall(text.casefold()) if t not in ENGLISH_STOP_WORDS]
+    stop_words = _stop_words()
+    return [t for t in _TOKEN.findall(text.casefold()) if t not in stop_words]
 
 
 class _PositiveIdfBM25(BM25Okapi):

@@ -17,11 +17,14 @@ and an item is the number of exact features they share.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-
-from sklearn.feature_extraction.text import HashingVectorizer
+from functools import cache
+from typing import TYPE_CHECKING
 
 from pipelines.encode.triples import fact_triple, normalise_label
 from schemas.facts import ExtractedFact
+
+if TYPE_CHECKING:
+    from sklearn.feature_extraction.text import HashingVectorizer
 
 # 2**24 indices: by the birthday bound a user needs ~5,800 distinct exact
 # values before two of them are expected to share an index (sqrt(2 * 2**24));
@@ -36,13 +39,19 @@ def _features_as_given(doc: Sequence[str]) -> Sequence[str]:
     return doc
 
 
-_VECTORIZER = HashingVectorizer(
-    analyzer=_features_as_given,
-    n_features=N_FEATURES,
-    alternate_sign=False,  # a value always adds +1, never cancels another
-    norm=None,
-    binary=True,
-)
+@cache
+def _vectorizer() -> HashingVectorizer:
+    # scikit-learn takes ~2 s to import: only when the first batch is hashed,
+    # not for everything that imports this module (the settings, the CLI).
+    from sklearn.feature_extraction.text import HashingVectorizer
+
+    return HashingVectorizer(
+        analyzer=_features_as_given,
+        n_features=N_FEATURES,
+        alternate_sign=False,  # a value always adds +1, never cancels another
+        norm=None,
+        binary=True,
+    )
 
 
 def field_features(fields: Mapping[str, str], *, any_field: bool = True) -> list[str]:
@@ -73,7 +82,7 @@ def hash_feature_lists(docs: Sequence[Sequence[str]]) -> list[dict[int, float]]:
     """Sparse hashed vectors (index -> 1.0) of feature lists, one call for the batch."""
     if not docs:
         return []
-    matrix = _VECTORIZER.transform(docs)
+    matrix = _vectorizer().transform(docs)
     indptr, indices = matrix.indptr, matrix.indices
     return [
         dict.fromkeys((int(i) for i in indices[indptr[row] : indptr[row + 1]]), 1.0)
