@@ -65,6 +65,7 @@ from pathlib import Path
 import numpy as np
 from longmemeval_data import DEFAULT_DATA, Question, events, load_questions, records, sample
 from longmemeval_scoring import Tally, bm25_ranking, cosine_ranking
+from recallset_data import load_recallset
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from connectors.chroma_memory import ChromaMemory
@@ -83,7 +84,9 @@ from schemas.topics import USER_ACTIONS
 TENANT = "lme"
 K = 10  # LongMemEval's retrieval evaluation reports recall@5 and @10
 KS = (5, K)
-SYSTEMS = ("memstream", "bm25", "minilm")
+SYSTEMS = ("memstream", "bm25", "minilm", "rrf")
+# Reciprocal-rank fusion constant (Cormack et al. 2009's 60).
+RRF_K = 60
 # Memories are made from these operations; their lineage names the source turn.
 MEMORY_OPS = (OpType.UPSERT_FACT, OpType.ADD_PENDING)
 
@@ -167,10 +170,17 @@ class Bench:
         turn_ids = [t.turn_id for t in question.turns]
         texts = [t.text for t in question.turns]
         vectors = np.asarray(self.encoder.embed_texts([question.question, *texts]), np.float32)
+        by_bm25 = bm25_ranking(question.question, texts)
+        by_minilm = cosine_ranking(vectors[0], vectors[1:])
+        fused: dict[int, float] = {}
+        for ranking in (by_bm25, by_minilm):
+            for place, i in enumerate(ranking):
+                fused[i] = fused.get(i, 0.0) + 1.0 / (RRF_K + place + 1)
         rankings: dict[str, list[str | None]] = {
             "memstream": [h.lineage.turn_id if h.lineage else None for h in hits],
-            "bm25": [turn_ids[i] for i in bm25_ranking(question.question, texts)],
-            "minilm": [turn_ids[i] for i in cosine_ranking(vectors[0], vectors[1:])],
+            "bm25": [turn_ids[i] for i in by_bm25],
+            "minilm": [turn_ids[i] for i in by_minilm],
+            "rrf": [turn_ids[i] for i in sorted(fused, key=lambda i: (-fused[i], i))],
         }
         baselines = time.perf_counter()
         evidence = {t.turn_id for t in question.evidence}
@@ -275,11 +285,16 @@ def main() -> None:
         "--limit", type=int, default=None, help="questions in all (after --per-type)"
     )
     parser.add_argument("--seed", type=int, default=7, help="sampling seed")
+    parser.add_argument(
+        "--recallset",
+        type=Path,
+        default=None,
+        help="score a blind recall set of benchmarks/recallset/ instead of LongMemEval",
+    )
     args = parser.parse_args()
     started = time.perf_counter()
-    questions = sample(
-        load_questions(args.data), per_type=args.per_type, limit=args.limit, seed=args.seed
-    )
+    pool = load_recallset(args.recallset) if args.recallset else load_questions(args.data)
+    questions = sample(pool, per_type=args.per_type, limit=args.limit, seed=args.seed)
     by_type = Counter(q.question_type for q in questions)
     print(f"{len(questions)} questions: {dict(sorted(by_type.items()))}")
     # Flair configures its logger at import (INFO, to stdout) and then logs its
