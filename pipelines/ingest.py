@@ -12,6 +12,14 @@ were said. The extract stage's per-session turn context lives in the user's
 keyed state beside the review state, so the result never depends on how an
 engine batches records (Flink hands over one at a time, Faust dozens).
 
+Failures: a record that does not validate becomes a dead letter here (its
+reason says why). A stage that raises — third-party NLP can fail on any input,
+a review rule can refuse an event — makes ``process`` raise
+``StageError(stage)`` (``pipelines.errors``); the caller (``run_batch`` in
+``jobs.ingest.stages``, the one place failures are isolated) re-runs the batch
+record by record and turns the failing record's error into its dead letter
+with ``dead_letter(record, error)``.
+
 Timing: an optional ``StageTimer`` wraps each stage's work (``parse``,
 ``extract``, ``encode``, ``review``) in a context manager of the caller's, so a
 job can measure stage latency without this module reading a clock or knowing
@@ -20,12 +28,14 @@ a metrics library. The default does nothing.
 
 from __future__ import annotations
 
+import traceback
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from typing import Protocol
 
 from pipelines.actions import action_facts
+from pipelines.errors import StageError, stage
 from pipelines.extract import FactExtractor
 from pipelines.extract.context import DialogueContext
 from pipelines.parse import DialogueParser
@@ -113,7 +123,9 @@ class IngestPipeline:
         """Run every record; ``state_for(key)`` returns the key's live state object.
 
         The caller persists the states it handed out after the call (Faust:
-        re-assign the table value; Flink: ``state.update``).
+        re-assign the table value; Flink: ``state.update``). Raises
+        ``StageError`` when a stage fails; the states handed out may then be
+        part-way through the batch and must be dropped (``run_batch`` does).
         """
         results = [self._decode(r) for r in records]
         for result in results:
@@ -127,13 +139,8 @@ class IngestPipeline:
                 continue
             state = state_for(result.event.key)
             lineage = _lineage(result.record, result.event)
-            try:
-                with self.stage_timer("review"):
-                    result.ops = self._review(state, result, lineage, encodings[id(result)])
-            except ValueError as exc:
-                # The reviewer leaves the state untouched when it raises, so a
-                # poison event is dead-lettered and the batch goes on.
-                result.dead_letter = _processing_error(result.record, "review", exc)
+            with stage("review"), self.stage_timer("review"):
+                result.ops = self._review(state, result, lineage, encodings[id(result)])
         return results
 
     def _review(
@@ -160,60 +167,42 @@ class IngestPipeline:
         try:
             return IngestResult(record, event=decode_event(record.topic, record.value))
         except InvalidEvent as exc:
-            letter = exc.to_dead_letter(
-                record.value,
-                record.topic,
-                partition=record.partition,
-                offset=record.offset,
-                key=record.key.decode("utf-8", "replace") if record.key else None,
-            )
-            return IngestResult(record, dead_letter=letter)
+            return IngestResult(record, dead_letter=dead_letter(record, exc))
 
     def _extract(
         self, results: list[IngestResult], state_for: Callable[[str], UserMemoryState]
     ) -> None:
         turns = [r for r in results if isinstance(r.event, DialogueEvent) and not r.replayed]
-        try:
-            self._extract_turns(turns, state_for)
-        except Exception:
-            # Third-party NLP can fail on any input; redo the batch one turn at
-            # a time so only the turn that fails is dead-lettered.
-            for result in turns:
-                try:
-                    self._extract_turns([result], state_for)
-                except Exception as exc:
-                    result.dead_letter = _processing_error(result.record, "parse/extract", exc)
+        self._extract_turns(turns, state_for)
         for result in results:
             if result.replayed:
                 continue
-            try:
+            with stage("extract"):
                 if isinstance(result.event, CrmWebhook):
                     result.facts = self.crm_extractor(result.event)
                 elif isinstance(result.event, UserAction):
                     result.facts = action_facts(result.event)
-            except ValueError as exc:
-                result.dead_letter = _processing_error(result.record, "extract", exc)
 
     def _extract_turns(
         self, turns: list[IngestResult], state_for: Callable[[str], UserMemoryState]
     ) -> None:
         events = [r.event for r in turns if isinstance(r.event, DialogueEvent)]
-        with self._timed("parse", len(events)):
+        with stage("parse"), self._timed("parse", len(events)):
             parsed = self.parser.parse_batch(events)
         for result, turn in zip(turns, parsed, strict=True):
             result.intent = turn.intent
         # Turn context is per user and session: extract each user's turns (in
         # offset order) against that user's contexts. Contexts are committed to
-        # the state only after the whole batch succeeded, so the one-at-a-time
-        # retry after a failure starts from the same contexts.
+        # the state only after every user's turns were extracted, so a failure
+        # leaves the contexts as they were.
         by_user: dict[str, list[int]] = {}
         for i, event in enumerate(events):
             by_user.setdefault(event.key, []).append(i)
         updates: list[tuple[UserMemoryState, dict[str, DialogueContext]]] = []
         for key, rows in by_user.items():
             state = state_for(key)
-            contexts = {s: DialogueContext.model_validate(c) for s, c in state.dialogue.items()}
-            with self.stage_timer("extract"):
+            with stage("extract"), self.stage_timer("extract"):
+                contexts = {s: DialogueContext.model_validate(c) for s, c in state.dialogue.items()}
                 facts, updated = self.extractor.extract_in_context(
                     [(events[i], parsed[i]) for i in rows], contexts
                 )
@@ -229,21 +218,34 @@ class IngestPipeline:
     def _encode(self, results: list[IngestResult]) -> Mapping[int, list[Encoding | None]]:
         live = [r for r in results if r.dead_letter is None]
         flat = [f for r in live for f in r.facts]
-        with self._timed("encode", len(flat)):
-            vectors = iter(self.encoder.encode(flat))
-        return {id(r): [next(vectors) for _ in r.facts] for r in live}
+        with stage("encode"):
+            with self._timed("encode", len(flat)):
+                vectors = iter(self.encoder.encode(flat))
+            return {id(r): [next(vectors) for _ in r.facts] for r in live}
 
 
-def _processing_error(record: SourceRecord, stage: str, exc: Exception) -> DeadLetter:
+def dead_letter(record: SourceRecord, error: InvalidEvent | StageError) -> DeadLetter:
+    """The dead letter of a record: it did not validate, or a stage failed on it.
+
+    The one builder of the ingest job's dead letters: the record's coordinates
+    and key, the reason, and — for a stage failure — the stage the
+    ``StageError`` names (never a file path) and the exception's one-line form.
+    """
+    if isinstance(error, InvalidEvent):
+        reason, detail, errors, stage_name = error.reason, error.detail, error.errors, "validate"
+    else:
+        reason, detail = DeadLetterReason.PROCESSING_ERROR, str(error)  # "<stage> failed: ..."
+        errors, stage_name = traceback.format_exception_only(error.cause), error.stage
     return DeadLetter.wrap(
         record.value,
-        reason=DeadLetterReason.PROCESSING_ERROR,
-        detail=f"{stage} failed: {type(exc).__name__}: {exc}",
+        reason=reason,
+        detail=detail,
+        errors=errors,
         topic=record.topic,
         partition=record.partition,
         offset=record.offset,
         key=record.key.decode("utf-8", "replace") if record.key else None,
-        stage=stage,
+        stage=stage_name,
     )
 
 

@@ -8,6 +8,12 @@ the same operations and applying one twice changes nothing.
 Tiers: a fact version goes where promotion put it (``record.tiers``: episodic,
 plus semantic once promoted); the pending queue, turns and status keys are
 working memory (Redis); forgetting a user reaches every tier.
+
+Output topics (``outputs``): the one rule both ingest engines and the ingest
+metrics follow — every operation goes to ``memory.ops`` keyed ``tenant:user``,
+pending-queue operations (``PENDING_OPS``) to ``memory.pending`` as well, a
+dead letter to ``memory.dlq`` under the record's own key. Topics are base
+names; the engine puts its namespace in front (``schemas.topics.Topics``).
 """
 
 from __future__ import annotations
@@ -16,10 +22,16 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 
+from schemas.deadletter import DeadLetter
 from schemas.ids import op_id
 from schemas.lineage import SourceLineage
 from schemas.memory import MemoryRecord, Tier
 from schemas.ops import MemoryOperation, OpType, StatusEntry, WorkingTurn
+from schemas.topics import MEMORY_DLQ, MEMORY_OPS, MEMORY_PENDING
+
+# Ops the pending-queue consumers (HITL tooling) need besides the sink: they
+# also go to memory.pending.
+PENDING_OPS = frozenset({OpType.ADD_PENDING, OpType.RESOLVE_PENDING})
 
 
 @dataclass(frozen=True)
@@ -125,3 +137,36 @@ def _fact_tiers(record: MemoryRecord) -> list[Tier]:
     if not record.tiers:
         raise ValueError(f"{record.fact_id} has no tiers: promotion must run before route")
     return list(record.tiers)
+
+
+# -- output topics -----------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class Output:
+    """One produced message: a base topic name, its key and the item it carries."""
+
+    topic: str
+    item: MemoryOperation | DeadLetter
+
+    @property
+    def key(self) -> bytes | None:
+        """``tenant:user`` for an operation; the source record's key for a dead letter."""
+        if isinstance(self.item, MemoryOperation):
+            return f"{self.item.tenant_id}:{self.item.user_id}".encode()
+        return self.item.key.encode() if self.item.key is not None else None
+
+    def value(self) -> bytes:
+        """The item's JSON, as the output topic carries it."""
+        return self.item.model_dump_json().encode("utf-8")
+
+
+def op_topics(op: MemoryOperation) -> tuple[str, ...]:
+    """The base topics an operation is produced to: memory.ops, plus memory.pending."""
+    return (MEMORY_OPS, MEMORY_PENDING) if op.op_type in PENDING_OPS else (MEMORY_OPS,)
+
+
+def outputs(ops: Iterable[MemoryOperation], dead_letter: DeadLetter | None) -> list[Output]:
+    """What one source record produces, in order: its operations, then its dead letter."""
+    produced = [Output(topic, op) for op in ops for topic in op_topics(op)]
+    if dead_letter is not None:
+        produced.append(Output(MEMORY_DLQ, dead_letter))
+    return produced

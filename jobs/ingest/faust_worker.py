@@ -72,13 +72,14 @@ from mode.types.signals import BaseSignalT
 from connectors.kafka_offsets import OffsetReader
 from jobs.ingest import metrics as ingest_metrics
 from jobs.ingest.input_positions import InputPositions, first_offset_from
-from jobs.ingest.stages import PENDING_OPS, load_pipeline, run_batch
+from jobs.ingest.stages import load_pipeline, run_batch
 from jobs.ingest.worker_config import WorkerConfig
 from jobs.metrics_endpoint import serve_metrics
 from memstream.settings import Settings
 from pipelines.ingest import IngestPipeline, IngestResult, SourceRecord
 from pipelines.review import UserMemoryState
-from schemas.topics import INPUT_TOPICS, MEMORY_DLQ, MEMORY_OPS, MEMORY_PENDING
+from pipelines.route import outputs
+from schemas.topics import OUTPUT_TOPICS
 
 log = logging.getLogger(__name__)
 
@@ -119,9 +120,8 @@ class IngestAgent:
         self.offsets = OffsetReader(config.bootstrap)
         app.on_partitions_revoked.connect(self._on_revoked)
         raw: dict[str, Any] = {"key_serializer": "raw", "value_serializer": "raw"}
-        self.ops = app.topic(config.topic(MEMORY_OPS), **raw)
-        self.pending = app.topic(config.topic(MEMORY_PENDING), **raw)
-        self.dlq = app.topic(config.topic(MEMORY_DLQ), **raw)
+        # One Faust topic per output topic, by base name (pipelines.route.outputs).
+        self.outputs = {name: app.topic(config.topic(name), **raw) for name in OUTPUT_TOPICS}
         self.table = app.Table(
             TABLE_NAME,
             # Raw UTF-8 keys: the same bytes as the input records' keys, so the
@@ -272,20 +272,9 @@ class IngestAgent:
 
     async def _publish(self, result: IngestResult) -> list[Awaitable[RecordMetadata]]:
         sent: list[Awaitable[RecordMetadata]] = []
-        for op in result.ops:
-            key = f"{op.tenant_id}:{op.user_id}".encode()
-            value = op.model_dump_json().encode("utf-8")
-            sent.append(await self.ops.send(key=key, value=value))
-            if op.op_type in PENDING_OPS:
-                sent.append(await self.pending.send(key=key, value=value))
-        letter = result.dead_letter
-        if letter is not None:
-            sent.append(
-                await self.dlq.send(
-                    key=letter.key.encode() if letter.key is not None else None,
-                    value=letter.model_dump_json().encode("utf-8"),
-                )
-            )
+        for output in outputs(result.ops, result.dead_letter):
+            topic = self.outputs[output.topic]
+            sent.append(await topic.send(key=output.key, value=output.value()))
         return sent
 
 
@@ -304,7 +293,7 @@ def build_app(config: WorkerConfig, pipeline: IngestPipeline, partitions: int) -
         web_enabled=False,  # no HTTP port to collide with other workers
     )
     source = app.topic(
-        *(config.topic(t) for t in INPUT_TOPICS),
+        *config.topics.inputs,
         key_serializer="raw",
         value_serializer="raw",
         acks=False,  # the agent commits these offsets itself (module docstring)
@@ -325,7 +314,7 @@ def run_worker(
 ) -> None:
     """Load the stages and run the worker until SIGTERM/SIGINT (``input_partitions`` first)."""
     started = time.perf_counter()
-    pipeline = load_pipeline(settings)
+    pipeline = load_pipeline(settings, stage_timer=ingest_metrics.time_stage)
     log.info("stages loaded in %.1f s", time.perf_counter() - started)
     config.data_dir.mkdir(parents=True, exist_ok=True)  # Faust creates only the last level
     app = build_app(config, pipeline, partitions)

@@ -93,13 +93,14 @@ from pyflink.table import StreamTableEnvironment
 
 from infra import toolchain
 from infra.flink_jars import connector_jars
-from jobs.ingest.metrics import observe_batch
-from jobs.ingest.stages import PENDING_OPS, load_pipeline, run_batch
+from jobs.ingest.metrics import observe_batch, time_stage
+from jobs.ingest.stages import load_pipeline, run_batch
 from jobs.metrics_endpoint import serve_metrics
 from memstream.settings import Settings
 from pipelines.ingest import IngestPipeline, IngestResult, SourceRecord
 from pipelines.review import UserMemoryState
-from schemas.topics import INPUT_TOPICS, MEMORY_DLQ, MEMORY_OPS, MEMORY_PENDING, OUTPUT_TOPICS
+from pipelines.route import outputs
+from schemas.topics import INPUT_TOPICS, OUTPUT_TOPICS, Topics
 from schemas.validate import InvalidEvent, decode_event
 
 log = logging.getLogger(__name__)
@@ -172,9 +173,14 @@ class FlinkOptions:
         """Where the checkpoints go (one sub-directory per run, as Flink lays them out)."""
         return self.checkpoint_root / self.job_name
 
+    @property
+    def topics(self) -> Topics:
+        """The topic names under this namespace."""
+        return Topics(self.namespace)
+
     def topic(self, name: str) -> str:
         """The namespaced name of a topic."""
-        return self.namespace + name
+        return self.topics.name(name)
 
 
 def latest_checkpoint(checkpoint_dir: Path) -> Path | None:
@@ -329,7 +335,7 @@ def _pipeline(settings: Settings) -> IngestPipeline:
     with _loading:
         key = settings.model_dump_json()
         if key not in _loaded:
-            _loaded[key] = load_pipeline(settings)
+            _loaded[key] = load_pipeline(settings, stage_timer=time_stage)
         return _loaded[key]
 
 
@@ -378,19 +384,11 @@ class IngestFunction(KeyedProcessFunction):
 def output_rows(result: IngestResult, namespace: str) -> Iterator[Row]:
     """The sink rows of one record's result: (topic, key, value), as the Faust worker sends them.
 
-    Every op goes to memory.ops keyed ``tenant:user``; pending-queue ops also to
-    memory.pending; a dead letter to memory.dlq under the record's own key.
+    Which topic and key each item gets is ``pipelines.route.outputs``'s rule.
     """
-    for op in result.ops:
-        key = f"{op.tenant_id}:{op.user_id}".encode()
-        body = op.model_dump_json().encode("utf-8")
-        yield Row(namespace + MEMORY_OPS, key, body)
-        if op.op_type in PENDING_OPS:
-            yield Row(namespace + MEMORY_PENDING, key, body)
-    letter = result.dead_letter
-    if letter is not None:
-        letter_key = letter.key.encode() if letter.key is not None else None
-        yield Row(namespace + MEMORY_DLQ, letter_key, letter.model_dump_json().encode("utf-8"))
+    topics = Topics(namespace)
+    for output in outputs(result.ops, result.dead_letter):
+        yield Row(topics.name(output.topic), output.key, output.value())
 
 
 def build(env: StreamExecutionEnvironment, settings: Settings, options: FlinkOptions) -> None:

@@ -3,8 +3,9 @@
 Collectors on the default registry (``jobs.metrics_endpoint`` serves it) and
 one entry point per thing an engine sees:
 
-- ``time_stage(stage)``: the ``StageTimer`` of ``IngestPipeline`` (wired by
-  ``jobs.ingest.stages.load_pipeline``), into ``memstream_ingest_stage_seconds``;
+- ``time_stage(stage)``: the ``StageTimer`` of ``IngestPipeline`` (the engines
+  pass it to ``jobs.ingest.stages.load_pipeline``), into
+  ``memstream_ingest_stage_seconds``;
 - ``observe_batch(batch, produced_at)``: after a batch's outputs are handed to
   Kafka, everything else — events in per input topic, events out per output
   topic (``memory.dlq`` included), review outcomes, dead letters by reason and
@@ -24,16 +25,15 @@ floor — and ``impossible``, read from the batch's states).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from contextlib import AbstractContextManager
 from datetime import datetime
 
 from prometheus_client import Counter, Histogram
 
-from jobs.ingest.stages import PENDING_OPS, Batch
+from jobs.ingest.stages import Batch
+from pipelines.route import outputs
 from schemas.memory import ReviewStage
 from schemas.ops import MemoryOperation, OpType
-from schemas.topics import MEMORY_DLQ, MEMORY_OPS, MEMORY_PENDING
 
 OUTCOMES = ("committed", "pending", "skipped", "held", "merged", "superseded")
 STAGES = ("parse", "extract", "encode", "review")
@@ -104,26 +104,19 @@ def outcome_of(op: MemoryOperation) -> str | None:
     return None
 
 
-def _outputs(op: MemoryOperation) -> Iterator[str]:
-    """The topics an operation is produced to (the rule both engines follow)."""
-    yield MEMORY_OPS
-    if op.op_type in PENDING_OPS:
-        yield MEMORY_PENDING
-
-
 def observe_batch(batch: Batch, produced_at: datetime) -> None:
     """Count a batch whose outputs were produced at ``produced_at`` (aware)."""
     for result in batch.results:
         EVENTS_IN.labels(topic=result.record.topic).inc()
+        # The engines' rule: pipelines.route.outputs.
+        for output in outputs(result.ops, result.dead_letter):
+            EVENTS_OUT.labels(topic=output.topic).inc()
         for op in result.ops:
-            for topic in _outputs(op):
-                EVENTS_OUT.labels(topic=topic).inc()
             outcome = outcome_of(op)
             if outcome is not None:
                 REVIEW_OUTCOMES.labels(outcome=outcome).inc()
             END_TO_END_SECONDS.observe(max(0.0, (produced_at - op.at).total_seconds()))
         if result.dead_letter is not None:
-            EVENTS_OUT.labels(topic=MEMORY_DLQ).inc()
             DEAD_LETTERS.labels(reason=result.dead_letter.reason.value).inc()
     skipped = sum(batch.counted(name) for name in _SKIP_COUNTERS)
     if skipped:

@@ -2,51 +2,38 @@
 
 Both engines (the Faust worker, the PyFlink job) build their pipeline here, so
 a model path or a stage's constructor changes in one place:
-``load_pipeline(settings)`` loads spaCy, the project's Flair NER, MiniLM and
-TransE (several seconds: once per process, never per batch), with every stage timed
-into ``jobs.ingest.metrics``; ``run_batch(pipeline, records, load_state)``
-runs a batch so that one bad record cannot take the batch, or the worker, down
-with it.
+``load_pipeline(settings, stage_timer=...)`` loads spaCy, the project's Flair
+NER, MiniLM and TransE (several seconds: once per process, never per batch),
+with every stage timed by the caller's ``StageTimer`` (the engines pass
+``jobs.ingest.metrics.time_stage``); ``run_batch(pipeline, records,
+load_state)`` runs a batch so that one bad record cannot take the batch, or
+the worker, down with it — the one place a stage failure is isolated.
 """
 
 from __future__ import annotations
 
-import traceback
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 
-import pipelines
 from memstream.settings import Settings
-from pipelines.ingest import IngestPipeline, IngestResult, SourceRecord
+from pipelines.errors import StageError
+from pipelines.ingest import (
+    IngestPipeline,
+    IngestResult,
+    SourceRecord,
+    StageTimer,
+    dead_letter,
+    untimed,
+)
 from pipelines.review import Reviewer, UserMemoryState
-from schemas.deadletter import DeadLetter, DeadLetterReason
-from schemas.ops import OpType
-
-# Ops the pending-queue consumers (HITL tooling) need besides the sink: both
-# engines also send these to memory.pending.
-PENDING_OPS = frozenset({OpType.ADD_PENDING, OpType.RESOLVE_PENDING})
-_PIPELINES_ROOT = Path(pipelines.__file__).resolve().parent
-# Stage names as dead letters report them, by the pipelines/ sub-package (or
-# module) an exception was raised in. ner is the Flair model behind extract.
-_STAGE_OF_PACKAGE = {
-    "parse": "parse",
-    "extract": "extract",
-    "ner": "extract",
-    "actions": "extract",
-    "encode": "encode",
-    "review": "review",
-    "route": "route",
-}
 
 
-def load_pipeline(settings: Settings) -> IngestPipeline:
+def load_pipeline(settings: Settings, *, stage_timer: StageTimer = untimed) -> IngestPipeline:
     """Load every stage once and compose them (parse → extract → encode → review → route)."""
     # Imported here: each pulls in spaCy, Flair or torch (seconds), which the
     # CLI's --help and the engines' start-up checks should not wait for.
     import torch
 
-    from jobs.ingest.metrics import time_stage
     from pipelines.encode import Encoder
     from pipelines.extract import FactExtractor, extract_crm
     from pipelines.parse import DialogueParser
@@ -62,7 +49,7 @@ def load_pipeline(settings: Settings) -> IngestPipeline:
         crm_extractor=extract_crm,
         encoder=Encoder.load(transe_dir if transe_dir.is_dir() else None),
         reviewer=Reviewer(settings.review, load_rules(settings.review_rules or RULES_FILE)),
-        stage_timer=time_stage,
+        stage_timer=stage_timer,
     )
 
 
@@ -89,18 +76,16 @@ def run_batch(
     records: Sequence[SourceRecord],
     load_state: Callable[[str], UserMemoryState | None],
 ) -> Batch:
-    """Run ``records`` through the pipeline; a record whose stage raises is dead-lettered.
+    """Run ``records`` through the pipeline; a record a stage fails on is dead-lettered.
 
-    ``IngestPipeline`` already dead-letters a turn the NLP stages fail on and
-    a review ``ValueError``; this catches what still escapes it (an encoder
-    error, any other exception type), which would otherwise fail the batch.
     ``load_state(key)`` reads a key's persisted state (None: a new user). The
-    batch runs whole first (NLP is several times faster batched). When it
-    raises, every state the attempt touched is dropped — they are re-read from
-    the persisted copies, which the attempt never wrote — and the records run
-    one by one: the failing one becomes a ``processing_error`` dead letter
-    naming its stage, the others produce what they would have. The caller
-    persists ``Batch.states`` after publishing the results.
+    batch runs whole first (NLP is several times faster batched). When a stage
+    raises (``StageError``, or any exception outside the stages), every state
+    the attempt touched is dropped — they are re-read from the persisted
+    copies, which the attempt never wrote — and the records run one by one:
+    the failing one becomes a ``processing_error`` dead letter naming its
+    stage, the others produce what they would have. The caller persists
+    ``Batch.states`` after publishing the results.
     """
     batch = Batch(results=[])
     try:
@@ -113,7 +98,8 @@ def run_batch(
         try:
             batch.results += pipeline.process([record], state_for)
         except Exception as exc:  # review rolled its state back; earlier stages touch none
-            batch.results.append(IngestResult(record, dead_letter=_processing_error(record, exc)))
+            letter = dead_letter(record, StageError.of(exc))
+            batch.results.append(IngestResult(record, dead_letter=letter))
     return batch
 
 
@@ -131,29 +117,3 @@ def _state_source(
         return state
 
     return state_for
-
-
-def _processing_error(record: SourceRecord, exc: Exception) -> DeadLetter:
-    stage = failed_stage(exc)
-    return DeadLetter.wrap(
-        record.value,
-        reason=DeadLetterReason.PROCESSING_ERROR,
-        detail=f"{stage} failed: {type(exc).__name__}: {exc}",  # IngestPipeline's wording
-        errors=traceback.format_exception_only(exc),
-        topic=record.topic,
-        partition=record.partition,
-        offset=record.offset,
-        key=record.key.decode("utf-8", "replace") if record.key is not None else None,
-        stage=stage,
-    )
-
-
-def failed_stage(exc: BaseException) -> str:
-    """The stage an exception came from: the innermost pipelines/ package in its traceback."""
-    stage = "ingest"
-    for frame in traceback.extract_tb(exc.__traceback__):
-        path = Path(frame.filename).resolve()
-        if path.is_relative_to(_PIPELINES_ROOT):
-            name = path.relative_to(_PIPELINES_ROOT).parts[0].removesuffix(".py")
-            stage = _STAGE_OF_PACKAGE.get(name, stage)
-    return stage

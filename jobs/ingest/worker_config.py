@@ -13,7 +13,7 @@ from typing import Any
 
 from connectors import kafka_admin
 from memstream.settings import Settings
-from schemas.topics import INPUT_TOPICS, OUTPUT_TOPICS
+from schemas.topics import INPUT_TOPICS, OUTPUT_TOPICS, Topics
 
 
 @dataclass(frozen=True)
@@ -60,9 +60,14 @@ class WorkerConfig:
         """The Faust app id: consumer group and changelog topic prefix."""
         return self.namespace + self.group_id
 
+    @property
+    def topics(self) -> Topics:
+        """The topic names under this namespace."""
+        return Topics(self.namespace)
+
     def topic(self, name: str) -> str:
         """The namespaced name of a topic."""
-        return self.namespace + name
+        return self.topics.name(name)
 
 
 def input_partitions(config: WorkerConfig) -> int:

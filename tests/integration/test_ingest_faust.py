@@ -40,7 +40,7 @@ from metrics_helpers import Sample, free_port, scrape, value
 
 from connectors.kafka_io import Record, read_topic
 from connectors.kafka_offsets import OffsetReader
-from jobs.ingest.stages import load_pipeline
+from jobs.ingest.stages import load_pipeline, run_batch
 from memstream.settings import Settings
 from pipelines.ingest import SourceRecord
 from pipelines.review import UserMemoryState
@@ -240,8 +240,10 @@ def reference(settings: Settings, fault_free: Run) -> dict[str, str]:
     pipeline = load_pipeline(settings)
     states: dict[str, UserMemoryState] = {}
 
-    def state_for(key: str) -> UserMemoryState:
-        return states.setdefault(key, pipeline.reviewer.new_state())
+    def load_state(key: str) -> UserMemoryState | None:
+        # A copy, as the worker restores one from its table: a batch that
+        # fails part-way must not have changed the persisted state.
+        return states[key].copy() if key in states else None
 
     ops: dict[str, str] = {}
     for topic in PHASES:
@@ -250,7 +252,9 @@ def reference(settings: Settings, fault_free: Run) -> dict[str, str]:
             SourceRecord(topic, r.partition, r.offset, r.key.encode() if r.key else None, r.value)
             for r in records
         ]
-        for result in pipeline.process(source, state_for):
+        batch = run_batch(pipeline, source, load_state)  # bad input: dead letters
+        states.update(batch.states)
+        for result in batch.results:
             ops |= {op.op_id: op.model_dump_json() for op in result.ops}
     return ops
 

@@ -10,13 +10,14 @@ import pytest
 from prometheus_client import REGISTRY
 
 from jobs.ingest.metrics import OUTCOMES, STAGES, observe_batch, outcome_of, time_stage
-from jobs.ingest.stages import PENDING_OPS, Batch, run_batch
+from jobs.ingest.stages import Batch, run_batch
 from memstream.data import sample_dir
 from pipelines.encode import Encoder
 from pipelines.extract import FactExtractor, extract_crm
 from pipelines.ingest import IngestPipeline, SourceRecord
 from pipelines.parse import DialogueParser
 from pipelines.review import Reviewer
+from pipelines.route import PENDING_OPS
 from schemas.memory import ReviewOutcome, ReviewStage
 from schemas.ops import MemoryOperation, OpType
 from schemas.topics import CRM_WEBHOOKS, DIALOGUE_EVENTS, USER_ACTIONS

@@ -11,8 +11,9 @@ import pytest
 
 from memstream.data import sample_dir
 from pipelines.encode import Encoder
+from pipelines.errors import StageError
 from pipelines.extract import FactExtractor, extract_crm
-from pipelines.ingest import IngestPipeline, IngestResult, SourceRecord
+from pipelines.ingest import IngestPipeline, IngestResult, SourceRecord, dead_letter
 from pipelines.parse import DialogueParser
 from pipelines.review import Reviewer, UserMemoryState
 from schemas.deadletter import DeadLetterReason
@@ -131,7 +132,10 @@ def test_store_memory_without_a_predicate_is_dead_lettered(pipeline: IngestPipel
     }
     record = SourceRecord(USER_ACTIONS, 0, 0, b"t1:u1", json.dumps(action).encode())
     _, state_for = _states()
-    (result,) = pipeline.process([record], state_for)
-    assert result.dead_letter is not None
-    assert result.dead_letter.reason is DeadLetterReason.PROCESSING_ERROR
-    assert "predicate" in result.dead_letter.detail
+    with pytest.raises(StageError) as raised:
+        pipeline.process([record], state_for)
+    assert raised.value.stage == "extract"
+    letter = dead_letter(record, raised.value)
+    assert letter.reason is DeadLetterReason.PROCESSING_ERROR
+    assert letter.stage == "extract"
+    assert "predicate" in letter.detail
