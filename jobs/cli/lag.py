@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Iterator, Sequence
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
@@ -29,10 +29,10 @@ from rich.live import Live
 from rich.measure import Measurement
 from rich.table import Table
 
-from connectors.kafka_offsets import OffsetReader, OffsetsUnavailable, UnknownGroup
-from jobs.ops.lag import GroupLag, LagMonitor, as_json, seconds, summary
-from memstream.settings import get_settings
 from pipelines.lag import Rules
+
+if TYPE_CHECKING:
+    from jobs.ops.lag import GroupLag, LagMonitor
 
 EXIT_USAGE = 2
 EXIT_BROKER = 3
@@ -50,6 +50,8 @@ _err = Console(stderr=True, highlight=False, soft_wrap=True)
 
 def render(reports: Sequence[GroupLag]) -> Table:
     """The describe-style table, one row per partition, with the summary as its caption."""
+    from jobs.ops.lag import seconds, summary
+
     table = Table(box=None, caption=summary(reports), caption_justify="left", pad_edge=False)
     # In a narrow terminal (--watch) long names fold onto more lines; figures never do.
     table.add_column("GROUP", overflow="fold")
@@ -75,6 +77,8 @@ def render(reports: Sequence[GroupLag]) -> Table:
 
 
 def _emit_json(reports: Sequence[GroupLag]) -> None:
+    from jobs.ops.lag import as_json
+
     typer.echo(json.dumps(as_json(reports, time.time())))
 
 
@@ -143,6 +147,12 @@ def lag(
     movement). Trends need --watch; a single call judges from one sample.
     Exit codes: 0 shown; 2 unknown group; 3 Kafka unreachable.
     """
+    # Here, not at the top, so that `memstream lag --help` starts fast: the
+    # monitor pulls in confluent-kafka, the settings the review and recall stages.
+    from connectors.kafka_offsets import OffsetReader, OffsetsUnavailable, UnknownGroup
+    from jobs.ops.lag import LagMonitor
+    from memstream.settings import get_settings
+
     monitor = LagMonitor(
         OffsetReader(get_settings().kafka.bootstrap),
         Rules(window_s=window, stop_after_s=stop_after),
