@@ -49,13 +49,12 @@ import numpy.typing as npt
 import torch
 import uvicorn
 
-from connectors.chroma_memory import ChromaMemory
-from connectors.neo4j_memory import Neo4jMemory
-from connectors.redis_memory import RedisMemory
 from jobs.serve.api import create_app
 from jobs.serve.keys import ApiKeyring
 from jobs.serve.memory_service import KafkaActionPublisher, MemoryService, MemoryStores
+from jobs.stores import open_stores
 from memstream.sdk import MemoryClient
+from memstream.settings import get_settings
 from pipelines.encode import Encoder
 from schemas import ids
 from schemas.lineage import SourceLineage
@@ -167,9 +166,6 @@ def timed(fn: Callable[[int], object], n: int) -> list[float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     # Defaults: the ports `memstream infra up` serves (memstream/settings.py).
-    parser.add_argument("--redis-url", default="redis://127.0.0.1:16379/0")
-    parser.add_argument("--neo4j-uri", default="bolt://127.0.0.1:17687")
-    parser.add_argument("--kafka", default="127.0.0.1:19092", help="unused by recall")
     parser.add_argument("--sizes", type=int, nargs="+", default=[1_000, 10_000])
     parser.add_argument("--with-100k", action="store_true", help="also run 100,000 items")
     parser.add_argument("--queries", type=int, default=50)
@@ -196,16 +192,21 @@ def main() -> None:
     rows: list[tuple[int, str, float, float]] = []
     hnsw: dict[int, float] = {}
     with tempfile.TemporaryDirectory(prefix="bench-recall-") as path:
-        chroma = ChromaMemory.open(
-            path, namespace=namespace, clock=clock, chunk_size=CHUNK, latency_budget_s=math.inf
+        # Its own embedded Chroma in a temporary directory; Redis and Neo4j as configured.
+        settings = get_settings()
+        own = settings.model_copy(
+            update={"chroma": settings.chroma.model_copy(update={"mode": "embedded", "path": path})}
         )
-        neo4j = Neo4jMemory.connect(args.neo4j_uri, namespace=namespace, clock=clock)
+        opened = open_stores(
+            own, namespace, latency_budget_s=math.inf, chunk_size=CHUNK, clock=clock
+        )
+        chroma, neo4j = opened.episodic, opened.semantic
         stores = MemoryStores(
-            redis=RedisMemory.from_url(args.redis_url, namespace=namespace, clock=clock),
+            redis=opened.working,
             chroma=chroma,
             neo4j=neo4j,
             embedder=encoder,
-            publisher=KafkaActionPublisher(args.kafka),
+            publisher=KafkaActionPublisher(own.kafka.bootstrap),
         )
         service = MemoryService(stores=stores, clock=clock)
         client = MemoryClient.in_process(service, tenant)

@@ -165,17 +165,16 @@ def _run(plan: ReplayPlan, reader: RangeReader) -> None:
     import redis
     from neo4j.exceptions import ServiceUnavailable
 
-    from connectors.namespace_dump import namespace_users
     from connectors.protocols import BackpressureError
     from jobs.ingest.stages import load_pipeline
-    from jobs.ops.memory_report import open_readers
     from jobs.ops.replay import merge_by_time, open_writers, run_replay
+    from jobs.stores import open_stores
 
     settings = get_settings()
     namespace = plan.request.namespace
     try:
-        with open_readers(settings, namespace) as stores:
-            held = namespace_users(*stores)
+        with open_stores(settings, namespace) as stores:
+            held = stores.users()
     except (redis.ConnectionError, ServiceUnavailable) as exc:
         raise _fail(EXIT_SERVICE, f"a store is unavailable: {exc}") from None
     if held:
@@ -246,13 +245,13 @@ def diff(
         raise _fail(EXIT_USAGE, f"comparing {name!r} with itself; give another --against")
     # Imported here: chromadb and the Neo4j driver take seconds to import.
     from jobs.ops.audit_diff import audit, summary, table
-    from jobs.ops.memory_report import open_readers
+    from jobs.stores import open_stores
 
     settings = get_settings()
     try:
         with (
-            open_readers(settings, name) as shadow,
-            open_readers(settings, against or None) as live,
+            open_stores(settings, name) as shadow,
+            open_stores(settings, against or None) as live,
         ):
             result = audit(shadow, live, name, against)
     except ValueError as exc:  # a namespace the stores cannot hold

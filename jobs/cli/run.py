@@ -133,7 +133,8 @@ def _table(counts: list[TopicCount]) -> Table:
 def _print_report(settings: Settings, sample_dir: Path, namespace: str) -> None:
     # Imported here: chromadb and the Neo4j driver take seconds to import,
     # which `memstream --help` (and `memstream worker`, importing Engine) should not wait for.
-    from jobs.ops.memory_report import open_readers, report, users_in_files
+    from jobs.ops.memory_report import report, users_in_files
+    from jobs.stores import open_stores
 
     paths = [sample_dir / f"{topic}.jsonl" for topic in INPUT_TOPICS]
     # The sample is a replay of a past stream: report memory as of its newest event.
@@ -144,7 +145,7 @@ def _print_report(settings: Settings, sample_dir: Path, namespace: str) -> None:
         if line.strip()
     ]
     at = max(datetime.fromisoformat(s) for s in stamps if isinstance(s, str))
-    with open_readers(settings, namespace or None) as readers:
+    with open_stores(settings, namespace or None) as readers:
         _out.print(f"\nmemory as of {at.isoformat()} (the newest sample event)")
         _out.print(report(users_in_files(paths), readers, at))
 

@@ -74,7 +74,8 @@ def _keyring(keys_file: Path | None) -> ApiKeyring:
 def _service() -> MemoryService:
     from jobs.serve.memory_service import MemoryService
 
-    return MemoryService(get_settings())
+    # jobs.stores.open_stores: the stores the sink writes (Chroma server mode included).
+    return MemoryService.from_settings(get_settings())
 
 
 def serve(

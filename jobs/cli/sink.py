@@ -14,14 +14,13 @@ import logging
 import signal
 import threading
 from types import FrameType
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
 
 from connectors.protocols import DEFAULT_CHUNK_SIZE
 from jobs.cli.publish import EXIT_BROKER
-from schemas.topics import MEMORY_OPS
 
 _err = Console(stderr=True, highlight=False, soft_wrap=True)
 
@@ -76,14 +75,14 @@ def sink(
     # The Neo4j driver logs every "constraint already exists" notice at INFO.
     logging.getLogger("neo4j.notifications").setLevel(logging.WARNING)
     settings = get_settings()
-    budget_ms = latency_budget_ms or settings.sink.latency_budget_ms
+    given: dict[str, Any] = {"group_id": group_id, "batch_size": batch_size}
+    if latency_budget_ms is not None:
+        given["backpressure"] = BackpressureConfig(latency_budget_s=latency_budget_ms / 1000)
     config = SinkConfig.from_settings(
         settings,
         topic_namespace=namespace,
         store_namespace=store_namespace,
-        group_id=group_id or settings.sink.group_id,
-        batch_size=batch_size or settings.sink.batch_size,
-        backpressure=BackpressureConfig(latency_budget_s=budget_ms / 1000),
+        **{k: v for k, v in given.items() if v is not None},
     )
     try:
         lanes = open_lanes(config)
@@ -100,7 +99,7 @@ def sink(
     signal.signal(signal.SIGINT, request_stop)
     job = SinkJob(config, lanes)
     serve_metrics(settings.metrics.host, settings.metrics.sink_port, "sink")
-    _err.print(f"sink: consuming {config.topic(MEMORY_OPS)} as group {config.group}")
+    _err.print(f"sink: consuming {config.topics.memory_ops} as group {config.group}")
     job.run(stop)
     _err.print(f"sink: stopped after {job.applied} operation(s)")
 

@@ -14,16 +14,12 @@ printed; 2 unknown fact id; 3 Kafka or a store could not be reached.
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import typer
 from rich.console import Console
 
 from jobs.cli.publish import EXIT_BROKER, EXIT_USAGE
-
-if TYPE_CHECKING:
-    from connectors.chroma_memory import ChromaMemory
-    from jobs.sink.job import SinkConfig
 
 EXIT_INCOMPLETE = 1
 
@@ -56,32 +52,29 @@ def trace(
     from confluent_kafka import KafkaException
     from neo4j.exceptions import ServiceUnavailable
 
-    from connectors.neo4j_memory import Neo4jMemory
     from jobs.ops.trace import UnknownFact
     from jobs.ops.trace import trace as run_trace
     from jobs.ops.trace_decisions import load_stages
     from jobs.ops.trace_render import render_text, to_json
-    from jobs.sink.job import SinkConfig
+    from jobs.stores import open_stores
     from memstream.settings import get_settings
 
     if not fact_id.strip():
         _err.print("error: FACT_ID is empty")
         raise typer.Exit(EXIT_USAGE)
     settings = get_settings()
-    config = SinkConfig.from_settings(settings, store_namespace=namespace or None)
     try:
-        neo4j = Neo4jMemory.connect(config.neo4j_uri, config.neo4j_auth, namespace=namespace)
-        chroma = _chroma(config, namespace)
+        stores = open_stores(settings, namespace or None)
     except Exception as exc:  # a store down: say which, exit with the service code
         _err.print(f"error: cannot open the stores: {exc!r}", markup=False)
         raise typer.Exit(EXIT_BROKER) from None
     try:
         result = run_trace(
             fact_id.strip(),
-            bootstrap=config.bootstrap,
+            bootstrap=settings.kafka.bootstrap,
             topic_namespace=namespace if topic_namespace is None else topic_namespace,
-            neo4j=neo4j,
-            chroma=chroma,
+            neo4j=stores.semantic,
+            chroma=stores.episodic,
             stages=load_stages,
         )
     except UnknownFact as exc:
@@ -91,7 +84,7 @@ def trace(
         _err.print(f"error: a service did not answer: {exc}", markup=False)
         raise typer.Exit(EXIT_BROKER) from None
     finally:
-        neo4j.close()
+        stores.close()
     # typer.echo, not rich: the source event must come out byte for byte
     # (rich would render emoji codes and markup-like text inside it).
     if as_json:
@@ -101,18 +94,6 @@ def trace(
     if result.source.problem is not None:
         _err.print(f"error: source event not verified: {result.source.problem}", markup=False)
         raise typer.Exit(EXIT_INCOMPLETE)
-
-
-def _chroma(config: SinkConfig, namespace: str) -> ChromaMemory:
-    """The episodic store the sink writes for this namespace (embedded or a server)."""
-    import chromadb
-
-    from connectors.chroma_memory import ChromaMemory
-
-    if config.chroma_server is not None:
-        host, port = config.chroma_server
-        return ChromaMemory(chromadb.HttpClient(host=host, port=port), namespace=namespace or None)
-    return ChromaMemory.open(config.chroma_path, namespace=namespace or None)
 
 
 if __name__ == "__main__":

@@ -27,8 +27,8 @@ from typing import Any
 
 from rich.table import Table
 
-from connectors.namespace_dump import User, UserDump, dump_user, namespace_users
-from jobs.ops.memory_report import Readers
+from connectors.namespace_dump import User, UserDump
+from connectors.protocols import NamespaceReader
 
 ONLY_LIVE = "only in live"
 ONLY_SHADOW = "only in shadow"
@@ -141,13 +141,19 @@ def diff_user(live: UserDump, shadow: UserDump) -> list[Difference]:
     ]
 
 
-def audit(shadow: Readers, live: Readers, shadow_name: str, against: str) -> AuditResult:
-    """Compare every user of the ``shadow`` readers' namespace with the ``live`` readers'."""
-    users = namespace_users(*shadow)
+def audit(
+    shadow: NamespaceReader, live: NamespaceReader, shadow_name: str, against: str
+) -> AuditResult:
+    """Compare every user of the ``shadow`` namespace with the same user in ``live``.
+
+    Both are read whole (``jobs.stores.Stores`` for the real stores,
+    ``memstream.testing.InMemoryStores`` in unit tests).
+    """
+    users = shadow.users()
     differences = [
         d
         for tenant, uid in users
-        for d in diff_user(dump_user(*live, tenant, uid), dump_user(*shadow, tenant, uid))
+        for d in diff_user(live.dump(tenant, uid), shadow.dump(tenant, uid))
     ]
     return AuditResult(shadow_name, against, users, differences)
 

@@ -9,23 +9,16 @@ Negated facts are printed as negations ("NOT"), never as the positive.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import NamedTuple
 
-import chromadb
 from rich.console import Group
 from rich.text import Text
 from rich.tree import Tree
 
-from connectors.chroma_memory import ChromaMemory
-from connectors.neo4j_memory import Neo4jMemory
-from connectors.protocols import SearchHit
-from connectors.redis_memory import RedisMemory
-from memstream.settings import Settings
+from connectors.protocols import EpisodicReader, SearchHit, SemanticReader, WorkingMemoryReader
 from schemas._base import Scalar
 from schemas.memory import Polarity
 from schemas.ops import WorkingTurn
@@ -56,34 +49,9 @@ class UserMemory:
     turns: dict[str, list[WorkingTurn]] = field(default_factory=dict)
 
 
-class Readers(NamedTuple):
-    """A reader of each tier."""
-
-    working: RedisMemory
-    episodic: ChromaMemory
-    semantic: Neo4jMemory
-
-
-@contextmanager
-def open_readers(settings: Settings, namespace: str | None = None) -> Iterator[Readers]:
-    """Readers of the configured stores (of a store namespace), closed on exit."""
-    neo = settings.neo4j
-    password = neo.password.get_secret_value()
-    chroma = settings.chroma
-    episodic = (
-        ChromaMemory(chromadb.HttpClient(host=chroma.host, port=chroma.port), namespace=namespace)
-        if chroma.mode == "server"
-        else ChromaMemory.open(settings.chroma_path, namespace=namespace)
-    )
-    semantic = Neo4jMemory.connect(
-        neo.uri, (neo.user, password) if password else None, namespace=namespace
-    )
-    try:
-        yield Readers(
-            RedisMemory.from_url(settings.redis.url, namespace=namespace), episodic, semantic
-        )
-    finally:
-        semantic.close()
+# A reader of each tier, in this order: ``jobs.stores.open_stores`` gives one
+# (its ``Stores``), ``memstream.testing.InMemoryStores`` another.
+Readers = tuple[WorkingMemoryReader, EpisodicReader, SemanticReader]
 
 
 def users_in_events(lines: Iterable[bytes]) -> list[UserRef]:
@@ -109,9 +77,9 @@ def users_in_files(paths: Iterable[Path]) -> list[UserRef]:
 
 def read_user(
     user: UserRef,
-    working: RedisMemory,
-    episodic: ChromaMemory,
-    semantic: Neo4jMemory,
+    working: WorkingMemoryReader,
+    episodic: EpisodicReader,
+    semantic: SemanticReader,
     at: datetime,
 ) -> UserMemory:
     """Read one user's memory from the three tiers as it stands at ``at``."""

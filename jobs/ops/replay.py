@@ -32,15 +32,14 @@ from __future__ import annotations
 
 import heapq
 import math
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from itertools import groupby
 
 from connectors.kafka_range import TimedRecord
-from connectors.protocols import BatchingSink
+from connectors.protocols import MemorySink
 from jobs.ingest.stages import run_batch
-from jobs.ops.memory_report import Readers, open_readers
+from jobs.stores import Stores, open_stores
 from memstream.settings import Settings
 from pipelines.ingest import IngestPipeline, SourceRecord
 from pipelines.review import UserMemoryState
@@ -89,22 +88,22 @@ def merge_by_time(records: Sequence[TimedRecord], topic_namespace: str = "") -> 
     ]
 
 
-@contextmanager
-def open_writers(settings: Settings, namespace: str) -> Iterator[Readers]:
-    """The three tier writers of a shadow namespace, set up, closed on exit."""
-    with open_readers(settings, namespace) as stores:
-        for sink in stores:
-            # A replay is a batch job with no spool: a slow chunk is waited for,
-            # never reported as backpressure (a store that fails still raises).
-            sink.latency_budget_s = math.inf
-            sink.setup()
-        yield stores
+def open_writers(settings: Settings, namespace: str) -> Stores:
+    """The three tier writers of a shadow namespace (``jobs.stores.open_stores``), set up.
+
+    A replay is a batch job with no spool: a slow chunk is waited for, never
+    reported as backpressure (a store that fails still raises). Use as
+    ``with open_writers(settings, ns) as writers:`` (closed on exit).
+    """
+    stores = open_stores(settings, namespace, latency_budget_s=math.inf)
+    stores.setup()
+    return stores
 
 
 def run_replay(
     pipeline: IngestPipeline,
     records: Sequence[SourceRecord],
-    writers: Sequence[BatchingSink],
+    writers: Sequence[MemorySink],
     *,
     batch_size: int,
     on_batch: Callable[[int], None] = lambda n: None,

@@ -37,12 +37,11 @@ from typing import Any, Protocol
 import numpy as np
 from pydantic import TypeAdapter
 
-from connectors.chroma_memory import ChromaMemory
 from connectors.kafka_io import KeyedProducer
-from connectors.neo4j_memory import Neo4jMemory
-from connectors.protocols import SearchHit
-from connectors.redis_memory import ErasureRecord, RedisMemory
-from memstream.settings import Settings
+from connectors.protocols import EpisodicReader, SearchHit, SemanticReader, WorkingMemoryReader
+from connectors.redis_memory import ErasureRecord
+from jobs.stores import open_stores
+from memstream.settings import Settings, get_settings
 from pipelines.actions import action_facts
 from pipelines.context import render_context
 from pipelines.encode import Encoder
@@ -58,7 +57,7 @@ from schemas.query import (
     RecallFilters,
     RecallHit,
 )
-from schemas.topics import USER_ACTIONS
+from schemas.topics import USER_ACTIONS, Topics
 
 # Recall returns at most this many hits: a prompt holds a few dozen facts at most.
 MAX_K = 100
@@ -117,25 +116,35 @@ class KafkaActionPublisher:
 
 @dataclass
 class MemoryStores:
-    """The readers, query embedder and action publisher a MemoryService uses."""
+    """The readers, query embedder and action publisher a MemoryService uses.
 
-    redis: RedisMemory
-    chroma: ChromaMemory
-    neo4j: Neo4jMemory
+    Typed on the reader protocols (connectors/protocols.py): the real
+    connectors from :meth:`open`, or ``memstream.testing``'s in-memory ones.
+    """
+
+    redis: WorkingMemoryReader
+    chroma: EpisodicReader
+    neo4j: SemanticReader
     embedder: QueryEmbedder
     publisher: ActionPublisher
 
     @classmethod
-    def open(cls, settings: Settings) -> MemoryStores:
-        """Connect to the stores and broker named by ``settings``; load MiniLM."""
-        password = settings.neo4j.password.get_secret_value()
-        auth = (settings.neo4j.user, password) if password else None
+    def open(cls, settings: Settings, namespace: str | None = None) -> MemoryStores:
+        """Connect to the stores and broker named by ``settings``; load MiniLM.
+
+        The stores come from ``jobs.stores.open_stores`` (the sink's, so the
+        service reads what the sink writes, Chroma server included);
+        ``namespace`` is the store namespace and the prefix of ``user.actions``.
+        """
+        stores = open_stores(settings, namespace)
         return cls(
-            redis=RedisMemory.from_url(settings.redis.url),
-            chroma=ChromaMemory.open(settings.chroma_path),
-            neo4j=Neo4jMemory.connect(settings.neo4j.uri, auth),
+            redis=stores.working,
+            chroma=stores.episodic,
+            neo4j=stores.semantic,
             embedder=Encoder.load(),
-            publisher=KafkaActionPublisher(settings.kafka.bootstrap),
+            publisher=KafkaActionPublisher(
+                settings.kafka.bootstrap, topic=Topics(namespace or "").user_actions
+            ),
         )
 
 
@@ -169,6 +178,18 @@ class MemoryService:
         self.clock = clock
         self._vectors: OrderedDict[str, np.ndarray[Any, np.dtype[np.float32]]] = OrderedDict()
         self._lock = threading.Lock()  # the HTTP API calls from a thread pool
+
+    @classmethod
+    def from_settings(
+        cls, settings: Settings | None = None, namespace: str | None = None
+    ) -> MemoryService:
+        """The service over the stores and broker the settings name (default: the environment's).
+
+        ``namespace`` reads a shadow or test run's stores and publishes to its
+        ``user.actions``; None is live memory.
+        """
+        settings = settings or get_settings()
+        return cls(settings, stores=MemoryStores.open(settings, namespace))
 
     # -- reads ---------------------------------------------------------------
     def recall(

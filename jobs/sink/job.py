@@ -21,32 +21,26 @@ pauses and retries the batch instead, committing nothing meanwhile.
 from __future__ import annotations
 
 import logging
-import math
 import threading
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
-import chromadb
 import redis
 from confluent_kafka import Consumer, KafkaException, Message
 from pydantic import ValidationError
 
-from connectors.chroma_memory import ChromaMemory
 from connectors.kafka_io import KeyedProducer, consumer
-from connectors.neo4j_memory import Neo4jMemory
-from connectors.protocols import DEFAULT_CHUNK_SIZE
-from connectors.redis_memory import ErasureAudit, RedisMemory
 from jobs.sink import metrics as metrics
 from jobs.sink.lane import Clock, StoreLane, StoreUnavailable
+from jobs.stores import Stores, open_stores
 from memstream.settings import Settings
 from pipelines.backpressure import BackpressureConfig
 from schemas.deadletter import DeadLetter, DeadLetterReason
 from schemas.ops import MemoryOperation
-from schemas.topics import MEMORY_DLQ, MEMORY_OPS
+from schemas.topics import Topics
 
 log = logging.getLogger(__name__)
 
@@ -55,23 +49,17 @@ log = logging.getLogger(__name__)
 class SinkConfig:
     """What the sink job needs; ``from_settings`` fills it from the settings object.
 
-    Until memstream/settings.py has a ``sink`` section the tunables live here
-    with their defaults.
+    The stores are opened from ``settings`` by ``jobs.stores.open_stores`` (the
+    same function the query service uses); the tunables come from the
+    settings' ``sink`` section (memstream/settings.py keeps their defaults).
     """
 
-    bootstrap: str
-    redis_url: str
-    neo4j_uri: str
-    neo4j_auth: tuple[str, str] | None
-    chroma_path: Path
-    chroma_server: tuple[str, int] | None = None  # (host, port) when Chroma runs as a server
-    max_message_bytes: int = 1024 * 1024
+    settings: Settings  # the stores' and the broker's addresses
+    group_id: str
+    batch_size: int
+    backpressure: BackpressureConfig
     topic_namespace: str = ""  # prefix of the topics and of the consumer group
     store_namespace: str | None = None  # Redis / Chroma / Neo4j namespace (shadow runs, tests)
-    group_id: str = "memstream-sink"
-    # One consumed batch is at most one writer chunk (connectors/protocols.py),
-    # so one write's latency is one chunk's, comparable with the budget.
-    batch_size: int = DEFAULT_CHUNK_SIZE
     # How long one poll waits for records: consume() waits this long for a
     # batch that never fills at low rates, so it adds up to this much latency;
     # it also paces spool probes while the topic is quiet. 0.5 s cost ~0.4 s of
@@ -84,24 +72,33 @@ class SinkConfig:
     # librdkafka's default is 45 s; 10 s still spans several heartbeats (3 s),
     # which librdkafka sends from its own thread, so a long drain never trips it.
     session_timeout_s: float = 10.0
-    backpressure: BackpressureConfig = field(default_factory=BackpressureConfig)
 
     @classmethod
     def from_settings(cls, settings: Settings, **overrides: Any) -> SinkConfig:
-        """Addresses from the settings; tunables as given."""
-        neo = settings.neo4j
-        password = neo.password.get_secret_value()
-        chroma = settings.chroma
-        return cls(
-            bootstrap=settings.kafka.bootstrap,
-            redis_url=settings.redis.url,
-            neo4j_uri=neo.uri,
-            neo4j_auth=(neo.user, password) if password else None,
-            chroma_path=settings.chroma_path,
-            chroma_server=(chroma.host, chroma.port) if chroma.mode == "server" else None,
-            max_message_bytes=settings.kafka.max_message_bytes,
-            **overrides,
-        )
+        """The ``sink`` section's group, batch size and latency budget; ``overrides`` win."""
+        sink = settings.sink
+        params: dict[str, Any] = {
+            "group_id": sink.group_id,
+            "batch_size": sink.batch_size,
+            "backpressure": BackpressureConfig(latency_budget_s=sink.latency_budget_ms / 1000),
+        }
+        params.update(overrides)
+        return cls(settings=settings, **params)
+
+    @property
+    def bootstrap(self) -> str:
+        """The Kafka bootstrap servers."""
+        return self.settings.kafka.bootstrap
+
+    @property
+    def max_message_bytes(self) -> int:
+        """The largest record the dead-letter producer sends."""
+        return self.settings.kafka.max_message_bytes
+
+    @property
+    def topics(self) -> Topics:
+        """The topic names under ``topic_namespace``."""
+        return Topics(self.topic_namespace)
 
     @property
     def group(self) -> str:
@@ -110,47 +107,40 @@ class SinkConfig:
 
     def topic(self, name: str) -> str:
         """A topic name, namespaced."""
-        return self.topic_namespace + name
+        return self.topics.name(name)
+
+    def open_stores(self) -> Stores:
+        """The three stores of ``store_namespace``, with the backpressure latency budget."""
+        budget = self.backpressure.latency_budget_s
+        return open_stores(self.settings, self.store_namespace, latency_budget_s=budget)
 
 
 def open_lanes(config: SinkConfig, clock: Clock = time.monotonic) -> list[StoreLane]:
     """Connect to the three stores and create what they need; working memory first."""
-    client = redis.Redis.from_url(config.redis_url, decode_responses=True)
-    budget = config.backpressure.latency_budget_s
-    ns = config.store_namespace
-    # Every store appends its erase counts to the tenant's audit stream in Redis.
-    audit = ErasureAudit(client, namespace=ns)
-    chroma = (
-        ChromaMemory(
-            chromadb.HttpClient(host=config.chroma_server[0], port=config.chroma_server[1]),
-            namespace=ns,
-            latency_budget_s=budget,
-            erasure_audit=audit,
-        )
-        if config.chroma_server
-        else ChromaMemory.open(
-            config.chroma_path, namespace=ns, latency_budget_s=budget, erasure_audit=audit
-        )
-    )
-    neo4j = Neo4jMemory.connect(
-        config.neo4j_uri,
-        config.neo4j_auth,
-        namespace=ns,
-        latency_budget_s=budget,
-        erasure_audit=audit,
-    )
-    # No budget for working memory: it has no spool to fall back to, so a slow
-    # Redis is waited for rather than reported as backpressure.
-    working = RedisMemory(client, namespace=ns, latency_budget_s=math.inf)
-    for sink in (working, chroma, neo4j):
-        sink.setup()
+    return lanes_for(config.open_stores(), config.store_namespace, config.backpressure, clock=clock)
+
+
+def lanes_for(
+    stores: Stores,
+    store_namespace: str | None,
+    backpressure: BackpressureConfig,
+    *,
+    clock: Clock = time.monotonic,
+) -> list[StoreLane]:
+    """The lanes over open stores (set up here): working memory direct, the others spooled.
+
+    Working memory has no fallback: its spool would live in the very Redis
+    that is failing. Chroma and Neo4j spool to Redis streams of their own.
+    """
+    stores.setup()
+    working = stores.working
     return [
         StoreLane(working.store_name, working, clock=clock),
         *(
             StoreLane.spooled(
-                s, client, store_namespace=ns, config=config.backpressure, clock=clock
+                s, working.client, store_namespace=store_namespace, config=backpressure, clock=clock
             )
-            for s in (chroma, neo4j)
+            for s in (stores.episodic, stores.semantic)
         ),
     ]
 
@@ -175,7 +165,7 @@ class SinkJob:
 
     def run(self, stop: threading.Event) -> None:
         """Consume until ``stop`` is set; the batch in hand completes and is committed first."""
-        self.consumer.subscribe([self.config.topic(MEMORY_OPS)])
+        self.consumer.subscribe([self.config.topics.memory_ops])
         try:
             while not stop.is_set():
                 messages = self.consumer.consume(self.config.batch_size, self.config.poll_timeout_s)
@@ -218,7 +208,7 @@ class SinkJob:
                 log.warning("consumer: %s", error.str())
                 continue
             # Base topic names: a test's or shadow run's namespace is no metric label.
-            topic = str(message.topic()).removeprefix(self.config.topic_namespace)
+            topic = self.config.topics.base(str(message.topic()))
             metrics.EVENTS_IN.labels(topic=topic).inc()
             raw = message.value() or b""
             try:
@@ -240,7 +230,7 @@ class SinkJob:
             key=key.decode("utf-8", "replace") if key is not None else None,
             stage="sink",
         )
-        dlq = self.config.topic(MEMORY_DLQ)
+        dlq = self.config.topics.dlq
         self.dead_letters.send(dlq, letter.model_dump_json().encode("utf-8"), key=letter.key)
         metrics.DEAD_LETTERS.labels(reason=letter.reason.value).inc()
 

@@ -13,7 +13,7 @@ import hashlib
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -29,6 +29,7 @@ from connectors.neo4j_memory import Neo4jMemory
 from connectors.redis_memory import RedisMemory, RedisSpool
 from jobs.sink.job import SinkConfig, SinkJob, open_lanes
 from jobs.sink.lane import StoreLane, spool_namespace
+from jobs.stores import Stores
 from memstream.settings import Settings
 from pipelines.review import Reviewer
 from schemas.events import CrmWebhook, DialogueEvent, InputEvent, Role
@@ -315,13 +316,18 @@ def run_to_end(config: SinkConfig, lanes: Sequence[StoreLane]) -> None:
 def config_for(
     settings: Settings, namespace: str, store_namespace: str, chroma_path: Path, **overrides: Any
 ) -> SinkConfig:
-    """A sink config on the namespace's topics, its own stores and an embedded Chroma at a path."""
-    return replace(
-        SinkConfig.from_settings(settings),
+    """A sink config on the namespace's topics, its own stores and an embedded Chroma at a path.
+
+    ``neo4j_uri`` among ``overrides`` points the stores at another Neo4j.
+    """
+    chroma = settings.chroma.model_copy(update={"mode": "embedded", "path": chroma_path})
+    update: dict[str, Any] = {"chroma": chroma}
+    if (neo4j_uri := overrides.pop("neo4j_uri", None)) is not None:
+        update["neo4j"] = settings.neo4j.model_copy(update={"uri_override": neo4j_uri})
+    return SinkConfig.from_settings(
+        settings.model_copy(update=update),
         topic_namespace=namespace,
         store_namespace=store_namespace,
-        chroma_path=chroma_path,
-        chroma_server=None,
         **overrides,
     )
 
@@ -336,11 +342,6 @@ def reference_state(settings: Settings, namespace: str, stream: Stream, path: Pa
     return snapshot(stream, *readers(config))
 
 
-def readers(config: SinkConfig) -> tuple[RedisMemory, ChromaMemory, Neo4jMemory]:
-    """Readers of the stores a sink config writes."""
-    ns = config.store_namespace
-    return (
-        RedisMemory.from_url(config.redis_url, namespace=ns),
-        ChromaMemory.open(config.chroma_path, namespace=ns),
-        Neo4jMemory.connect(config.neo4j_uri, config.neo4j_auth, namespace=ns),
-    )
+def readers(config: SinkConfig) -> Stores:
+    """Readers of the stores a sink config writes (``jobs.stores.open_stores``)."""
+    return config.open_stores()

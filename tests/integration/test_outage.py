@@ -18,7 +18,6 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import pytest
-import redis
 from prometheus_client import REGISTRY
 from sink_helpers import (
     InProcessSink,
@@ -38,9 +37,7 @@ from sink_helpers import (
 
 import infra
 from connectors.chroma_memory import ChromaMemory
-from connectors.neo4j_memory import Neo4jMemory
-from connectors.redis_memory import RedisMemory
-from jobs.sink.job import SinkConfig, open_lanes
+from jobs.sink.job import SinkConfig, lanes_for, open_lanes
 from jobs.sink.lane import StoreLane
 from memstream.settings import Neo4jSettings, Settings
 from pipelines.backpressure import BackpressureConfig, Mode, Trip
@@ -192,23 +189,14 @@ class SlowChroma(ChromaMemory):
 
 def slow_chroma_lanes(config: SinkConfig) -> tuple[list[StoreLane], SlowChroma]:
     """The job's lanes with the Chroma writer swapped for a SlowChroma on the same store."""
-    client = redis.Redis.from_url(config.redis_url, decode_responses=True)
-    budget = config.backpressure.latency_budget_s
-    ns = config.store_namespace
+    stores = config.open_stores()
     chroma = SlowChroma(
-        ChromaMemory.open(config.chroma_path).client, namespace=ns, latency_budget_s=budget
+        stores.episodic.client,
+        namespace=config.store_namespace,
+        latency_budget_s=config.backpressure.latency_budget_s,
     )
-    neo4j = Neo4jMemory.connect(config.neo4j_uri, namespace=ns, latency_budget_s=budget)
-    for sink in (chroma, neo4j):
-        sink.setup()
-    lanes = [
-        StoreLane("redis", RedisMemory(client, namespace=ns, latency_budget_s=budget)),
-        *(
-            StoreLane.spooled(sink, client, store_namespace=ns, config=config.backpressure)
-            for sink in (chroma, neo4j)
-        ),
-    ]
-    return lanes, chroma
+    swapped = stores._replace(episodic=chroma)
+    return lanes_for(swapped, config.store_namespace, config.backpressure), chroma
 
 
 def test_slow_chroma_spools_then_drains_to_the_fault_free_state(

@@ -45,10 +45,10 @@ from connectors.namespace_dump import User, UserDump, dump_user, namespace_users
 from jobs.cli import replay as cli_replay
 from jobs.ingest.stages import load_pipeline, run_batch
 from jobs.ops.audit_diff import diff_user
-from jobs.ops.memory_report import open_readers
 from jobs.ops.replay import merge_by_time, open_writers, run_replay
 from jobs.ops.replay_plan import ReplayRequest, plan_ranges
 from jobs.sink.job import open_lanes
+from jobs.stores import open_stores
 from memstream.settings import Settings
 from pipelines.backpressure import BackpressureConfig
 from pipelines.ingest import IngestPipeline, SourceRecord
@@ -94,7 +94,7 @@ def wait_visible(bootstrap: str, topics: list[str]) -> None:
 
 def dump_all(settings: Settings, namespace: str) -> dict[User, UserDump]:
     """Every user's memory in a store namespace."""
-    with open_readers(settings, namespace) as readers:
+    with open_stores(settings, namespace) as readers:
         return {user: dump_user(*readers, *user) for user in namespace_users(*readers)}
 
 
@@ -168,7 +168,7 @@ def cli(*args: str) -> Any:
 
 def traces(settings: Settings, namespace: str) -> tuple[list[User], list[str]]:
     """Users and Chroma collections a store namespace holds."""
-    with open_readers(settings, namespace) as readers:
+    with open_stores(settings, namespace) as readers:
         users = namespace_users(*readers)
         collections = [
             c.name
