@@ -431,6 +431,25 @@ class ChromaMemory(BatchingSink):
         live.delete(ids=stale["ids"])
         return len(stale["ids"])
 
+    def count_stale(self, tenant_id: str, *, max_idle: timedelta = ARCHIVE_AFTER) -> int:
+        """How many items :meth:`archive_stale` would move now; moves nothing (a dry run)."""
+        live = self._existing(tenant_id)
+        if live is None:
+            return 0
+        cutoff = (self.clock() - max_idle).timestamp()
+        found = live.get(where=_where([_compare("last_retrieved_at", "$lt", cutoff)]), include=[])
+        return len(found["ids"])
+
+    def tenants(self) -> list[str]:
+        """Every tenant with a collection in this namespace, sorted (what the archive sweeps)."""
+        found = {
+            str(meta["memstream_tenant"])
+            for meta in (c.metadata or {} for c in self.client.list_collections())
+            if meta.get("memstream_namespace") == (self.namespace or "")
+            and "memstream_tenant" in meta
+        }
+        return sorted(found)
+
     def archive_all_stale(self, *, max_idle: timedelta = ARCHIVE_AFTER) -> dict[str, int]:
         """:meth:`archive_stale` for every tenant of this namespace; moved count per tenant."""
         moved: dict[str, int] = {}
