@@ -24,9 +24,9 @@ from typing import Any, cast
 
 from connectors.chroma_memory import ChromaMemory
 from connectors.neo4j_memory import Neo4jMemory
-from connectors.protocols import SearchHit
 from connectors.redis_memory import RedisMemory
 from schemas._base import Scalar
+from schemas.hits import SearchHit
 
 # Every user node of a namespace (a user with a fact in the semantic tier).
 NAMESPACE_USERS = """

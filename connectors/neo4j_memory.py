@@ -27,13 +27,9 @@ import neo4j
 from neo4j.exceptions import ServiceUnavailable, SessionExpired, TransientError
 
 from connectors import neo4j_cypher as cypher
-from connectors.protocols import (
-    DEFAULT_CHUNK_SIZE,
-    DEFAULT_LATENCY_BUDGET_S,
-    BatchingSink,
-    SearchHit,
-)
+from connectors.protocols import DEFAULT_CHUNK_SIZE, DEFAULT_LATENCY_BUDGET_S, BatchingSink
 from connectors.redis_memory import ErasureAudit
+from schemas.hits import SearchHit
 from schemas.memory import MemoryKind, MemoryRecord, Tier
 from schemas.ops import MemoryOperation, OpType
 

@@ -8,7 +8,8 @@
 - :class:`BatchingSink` — the one implementation of that buffering / error-mapping
   logic, shared by the Redis, Chroma and Neo4j writers (each only says how to apply
   one chunk of operations to its store).
-- :class:`SearchHit` — the one model every store's fact reader returns.
+- :class:`SearchHit` — the one model every store's fact reader returns (defined in
+  ``schemas.hits``; imported here for the readers' signatures).
 - :class:`WorkingMemoryReader`, :class:`EpisodicReader`, :class:`SemanticReader`,
   :class:`NamespaceReader` — the read side of the three tiers as the query
   service, the report, replay and the audit use it (implemented by the
@@ -21,13 +22,11 @@ import time
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, ClassVar, Protocol, Self, runtime_checkable
+from typing import TYPE_CHECKING, ClassVar, Protocol, runtime_checkable
 
-from pydantic import AwareDatetime, Field
-
-from schemas._base import Frozen, Scalar
-from schemas.lineage import SourceLineage
-from schemas.memory import MemoryKind, MemoryRecord, Polarity, Tier
+from schemas._base import Scalar
+from schemas.hits import SearchHit
+from schemas.memory import MemoryKind, Tier
 from schemas.ops import MemoryOperation, WorkingTurn
 
 if TYPE_CHECKING:  # the connectors import this module
@@ -161,77 +160,6 @@ class BatchingSink(ABC):
                 unapplied, self._buffer = self._buffer, []
                 reason = f"chunk took {elapsed:.3f}s > budget {self.latency_budget_s:.3f}s"
                 raise BackpressureError(self.store_name, reason, unapplied)
-
-
-class SearchHit(Frozen):
-    """One fact version as read back from any tier.
-
-    ``score`` is set by similarity reads (higher is closer); ``extra`` holds the
-    few store-specific values a reader adds (a pending item's reason and expiry,
-    a Chroma item's ``last_retrieved_at``).
-    """
-
-    tier: Tier
-    fact_id: str
-    chain_id: str
-    tenant_id: str
-    user_id: str
-    session_id: str | None = None
-    subject: str
-    predicate: str
-    object: str
-    polarity: Polarity
-    kind: MemoryKind
-    text: str = ""
-    version: int
-    valid_from: AwareDatetime
-    valid_until: AwareDatetime | None = None
-    expires_at: AwareDatetime | None = None
-    supersedes: str | None = None
-    lineage: SourceLineage | None = None
-    score: float | None = None
-    extra: dict[str, Scalar] = Field(default_factory=dict)
-
-    @classmethod
-    def from_record(
-        cls,
-        record: MemoryRecord,
-        tier: Tier,
-        *,
-        score: float | None = None,
-        extra: dict[str, Scalar] | None = None,
-    ) -> Self:
-        """The hit for a full record (stores that keep the whole record)."""
-        return cls(
-            tier=tier,
-            fact_id=record.fact_id,
-            chain_id=record.chain_id,
-            tenant_id=record.tenant_id,
-            user_id=record.user_id,
-            session_id=record.session_id,
-            subject=record.subject,
-            predicate=record.predicate,
-            object=record.object,
-            polarity=record.polarity,
-            kind=record.kind,
-            text=record.text,
-            version=record.version,
-            valid_from=record.valid_from,
-            valid_until=record.valid_until,
-            expires_at=record.expires_at,
-            supersedes=record.supersedes,
-            lineage=record.lineage,
-            score=score,
-            extra=extra or {},
-        )
-
-    def is_current(self, at: datetime) -> bool:
-        """Whether this version holds at ``at`` (same rule as MemoryRecord.is_current)."""
-        if self.valid_from > at:
-            return False
-        if self.valid_until is not None and self.valid_until <= at:
-            return False
-        return self.expires_at is None or self.expires_at > at
 
 
 @runtime_checkable

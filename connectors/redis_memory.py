@@ -45,13 +45,9 @@ from typing import Any, cast
 import redis
 from pydantic import AwareDatetime, Field
 
-from connectors.protocols import (
-    DEFAULT_CHUNK_SIZE,
-    DEFAULT_LATENCY_BUDGET_S,
-    BatchingSink,
-    SearchHit,
-)
+from connectors.protocols import DEFAULT_CHUNK_SIZE, DEFAULT_LATENCY_BUDGET_S, BatchingSink
 from schemas._base import Frozen, Scalar
+from schemas.hits import SearchHit
 from schemas.lineage import SourceLineage
 from schemas.memory import MemoryRecord, Tier
 from schemas.ops import MemoryOperation, OpType, WorkingTurn

@@ -28,14 +28,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from functools import cache
-from typing import Protocol, Self
+from typing import Self
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 from rank_bm25 import BM25Okapi
 
 from pipelines.encode.hashing import field_features, hash_feature_lists, hash_query
-from schemas.lineage import SourceLineage
-from schemas.memory import MemoryKind, MemoryState, Polarity, Tier
+from schemas.hits import SearchHit
+from schemas.memory import MemoryState, Tier, words
 from schemas.query import RecallFilters, RecallHit, ScoreBreakdown
 
 # docs/architecture.md, Tiers: time = 1 / (1 + days / 30).
@@ -49,9 +49,6 @@ MAX_VALUE_WORDS = 4
 # pending ones.
 _TIER_PREFERENCE = {Tier.SEMANTIC: 0, Tier.EPISODIC: 1, Tier.WORKING: 2}
 _TOKEN = re.compile(r"[0-9a-z]+(?:[-'][0-9a-z]+)*")
-_NEGATION_CUE = re.compile(r"\b(?:not|no|never|none|nothing|without|cannot)\b|n't\b")
-# Relations that read as "X not <rel> Y" rather than "X does not <rel> Y".
-_PREPOSITIONS = frozenset({"in", "at", "on", "before", "after", "during", "from", "to", "by"})
 
 
 class RecallWeights(BaseModel):
@@ -75,99 +72,21 @@ class RecallWeights(BaseModel):
         return self
 
 
-class StoredFact(Protocol):
-    """What ranking reads of a fact version (``connectors.protocols.SearchHit`` fits)."""
-
-    @property
-    def tier(self) -> Tier: ...  # noqa: D102
-    @property
-    def fact_id(self) -> str: ...  # noqa: D102
-    @property
-    def chain_id(self) -> str: ...  # noqa: D102
-    @property
-    def session_id(self) -> str | None: ...  # noqa: D102
-    @property
-    def subject(self) -> str: ...  # noqa: D102
-    @property
-    def predicate(self) -> str: ...  # noqa: D102
-    @property
-    def object(self) -> str: ...  # noqa: D102
-    @property
-    def polarity(self) -> Polarity: ...  # noqa: D102
-    @property
-    def kind(self) -> MemoryKind: ...  # noqa: D102
-    @property
-    def text(self) -> str: ...  # noqa: D102
-    @property
-    def version(self) -> int: ...  # noqa: D102
-    @property
-    def valid_from(self) -> datetime: ...  # noqa: D102
-    @property
-    def valid_until(self) -> datetime | None: ...  # noqa: D102
-    @property
-    def expires_at(self) -> datetime | None: ...  # noqa: D102
-    @property
-    def supersedes(self) -> str | None: ...  # noqa: D102
-    @property
-    def lineage(self) -> SourceLineage | None: ...  # noqa: D102
-
-
 @dataclass(frozen=True)
 class Candidate:
     """A fact version read from one tier, with its vector similarity to the query."""
 
-    fact: StoredFact
+    fact: SearchHit
     vector: float
     state: MemoryState = MemoryState.COMMITTED
 
 
-def render_statement(fact: StoredFact) -> str:
-    """The fact in words; a negated fact always reads as a negation.
-
-    A negated fact whose own text carries a negation cue keeps that text;
-    otherwise (no text, or text that reads positive) it is rendered from the
-    triple: (user, accept, weekend installation) -> "user does not accept
-    weekend installation"; (installation_time, NOT_IN, weekend) ->
-    "installation time not in weekend".
-    """
-    text = " ".join(fact.text.split())
-    if text in _fallback_statements(fact):
-        text = ""  # a store's stand-in for "no text": rendered in words below
-    negated = fact.polarity is Polarity.NEGATED or fact.predicate.casefold().startswith("not_")
-    if not negated:
-        return text or _words(f"{fact.subject} {fact.predicate} {fact.object}")
-    if text and _NEGATION_CUE.search(text.casefold()):
-        return text
-    relation = _words(re.sub(r"(?i)^not_", "", fact.predicate)).casefold()
-    subject, obj = _words(fact.subject), _words(fact.object)
-    if relation in _PREPOSITIONS or " " in relation:
-        return f"{subject} not {relation} {obj}"
-    verb = relation[:-1] if relation.endswith("s") and not relation.endswith("ss") else relation
-    return f"{subject} does not {verb} {obj}"
+def render_statement(fact: SearchHit) -> str:
+    """The fact in words, as recall shows it (``SearchHit.statement``: ``memory.spoken``)."""
+    return fact.statement()
 
 
-def _fallback_statements(fact: StoredFact) -> tuple[str, str]:
-    """``MemoryRecord.statement()`` of a record without text (Chroma's document then)."""
-    return (
-        f"{fact.subject} {fact.predicate} {fact.object}",
-        f"{fact.subject} NOT {fact.predicate} {fact.object}",
-    )
-
-
-def _words(label: str) -> str:
-    return " ".join(label.replace("_", " ").split())
-
-
-def holds_at(fact: StoredFact, at: datetime) -> bool:
-    """Whether the version held at ``at`` (the MemoryRecord.is_current rule)."""
-    if fact.valid_from > at:
-        return False
-    if fact.valid_until is not None and fact.valid_until <= at:
-        return False
-    return fact.expires_at is None or fact.expires_at > at
-
-
-def passes(fact: StoredFact, filters: RecallFilters | None) -> bool:
+def passes(fact: SearchHit, filters: RecallFilters | None) -> bool:
     """Whether the version meets every condition of ``filters``."""
     if filters is None:
         return True
@@ -245,7 +164,7 @@ def query_values(query: str) -> dict[int, float]:
     return hash_query(grams)
 
 
-def exact_hits(query: str, facts: Sequence[StoredFact]) -> list[bool]:
+def exact_hits(query: str, facts: Sequence[SearchHit]) -> list[bool]:
     """Whether the query names each fact's object exactly (hashed field match)."""
     wanted = query_values(query)
     hashed = hash_feature_lists([field_features({"object": f.object}) for f in facts])
@@ -264,7 +183,7 @@ def _merge(candidates: Sequence[Candidate]) -> list[Candidate]:
 
 
 def to_hit(
-    fact: StoredFact,
+    fact: SearchHit,
     *,
     score: ScoreBreakdown | None = None,
     state: MemoryState = MemoryState.COMMITTED,
@@ -312,12 +231,12 @@ def rank(
     kept = [
         c
         for c in _merge(candidates)
-        if (c.fact.valid_from <= at if include_history else holds_at(c.fact, at))
+        if (c.fact.valid_from <= at if include_history else c.fact.is_current(at))
         and passes(c.fact, filters)
     ]
     if not kept or k < 1:
         return []
-    docs = [f"{render_statement(c.fact)} {_words(c.fact.predicate)} {c.fact.object}" for c in kept]
+    docs = [f"{render_statement(c.fact)} {words(c.fact.predicate)} {c.fact.object}" for c in kept]
     bm25 = bm25_scores(query, docs)
     exact = exact_hits(query, [c.fact for c in kept])
     scored: list[tuple[float, str, RecallHit]] = []

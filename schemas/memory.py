@@ -4,10 +4,24 @@ Validity is bi-temporal (as in Graphiti's edges): ``valid_from``/``valid_until``
 say when the fact held in the world (event time); ``recorded_at`` says when
 memstream learned it. A changed value never overwrites: it closes the current
 version (``valid_until``) and opens a new one that ``supersedes`` it.
+
+The rules of a fact version are defined here once, for ``MemoryRecord`` and
+for the stores' read model ``schemas.hits.SearchHit`` alike:
+
+- validity (``valid_at``): a version holds at ``t`` when
+  ``valid_from <= t < valid_until`` and it has not expired (``t < expires_at``);
+- its statement in two forms: ``label`` — its own text, else its triple with
+  the negation in capitals (``installation_time NOT in weekend``;
+  ``MemoryRecord.statement()``, the episodic store's document) — and
+  ``spoken``, what recall shows an agent: a negated fact always reads as a
+  negation and a triple reads as words (``user does not accept weekend
+  installation``); a text that is only the ``label`` of a version without text
+  (what the episodic store reads back) counts as no text.
 """
 
 from __future__ import annotations
 
+import re
 from datetime import datetime
 from enum import StrEnum
 from typing import Literal
@@ -48,6 +62,63 @@ class ReviewStage(StrEnum):
     TIMELINESS = "timeliness"
     CONFLICT = "conflict"
     HITL = "hitl"
+
+
+def valid_at(
+    at: datetime,
+    valid_from: datetime,
+    valid_until: datetime | None = None,
+    expires_at: datetime | None = None,
+) -> bool:
+    """Whether a version holds at ``at``: ``valid_from <= at < valid_until``, unexpired."""
+    if valid_from > at:
+        return False
+    if valid_until is not None and valid_until <= at:
+        return False
+    return expires_at is None or expires_at > at
+
+
+_NEGATION_CUE = re.compile(r"\b(?:not|no|never|none|nothing|without|cannot)\b|n't\b")
+# Relations that read as "X not <rel> Y" rather than "X does not <rel> Y".
+_PREPOSITIONS = frozenset({"in", "at", "on", "before", "after", "during", "from", "to", "by"})
+
+
+def label(subject: str, predicate: str, obj: str, polarity: Polarity, text: str = "") -> str:
+    """The fact as text, negation kept: its own text, else ``subject [NOT ]predicate object``."""
+    if text:
+        return text
+    neg = "NOT " if polarity is Polarity.NEGATED else ""
+    return f"{subject} {neg}{predicate} {obj}"
+
+
+def spoken(subject: str, predicate: str, obj: str, polarity: Polarity, text: str = "") -> str:
+    """The fact in words; a negated fact always reads as a negation.
+
+    A negated fact whose own text carries a negation cue keeps that text;
+    otherwise (no text, or text that reads positive) it is rendered from the
+    triple: (user, accept, weekend installation) -> "user does not accept
+    weekend installation"; (installation_time, NOT_IN, weekend) ->
+    "installation time not in weekend".
+    """
+    text = " ".join(text.split())
+    if text in {label(subject, predicate, obj, p) for p in Polarity}:
+        text = ""  # the label of a version without text: said in words below
+    negated = polarity is Polarity.NEGATED or predicate.casefold().startswith("not_")
+    if not negated:
+        return text or words(f"{subject} {predicate} {obj}")
+    if text and _NEGATION_CUE.search(text.casefold()):
+        return text
+    relation = words(re.sub(r"(?i)^not_", "", predicate)).casefold()
+    subject_words, obj_words = words(subject), words(obj)
+    if relation in _PREPOSITIONS or " " in relation:
+        return f"{subject_words} not {relation} {obj_words}"
+    verb = relation[:-1] if relation.endswith("s") and not relation.endswith("ss") else relation
+    return f"{subject_words} does not {verb} {obj_words}"
+
+
+def words(name: str) -> str:
+    """A field name or label as words: underscores to spaces, whitespace collapsed."""
+    return " ".join(name.replace("_", " ").split())
 
 
 class ReviewOutcome(Frozen):
@@ -113,16 +184,9 @@ class MemoryRecord(Frozen):
     encoding: Encoding | None = None
 
     def is_current(self, at: datetime) -> bool:
-        """Whether this version holds at ``at`` (validity and TTL)."""
-        if self.valid_from > at:
-            return False
-        if self.valid_until is not None and self.valid_until <= at:
-            return False
-        return self.expires_at is None or self.expires_at > at
+        """Whether this version holds at ``at`` (``valid_at``: validity and TTL)."""
+        return valid_at(at, self.valid_from, self.valid_until, self.expires_at)
 
     def statement(self) -> str:
-        """The fact as text, negation kept: never rendered as the positive."""
-        if self.text:
-            return self.text
-        neg = "NOT " if self.polarity is Polarity.NEGATED else ""
-        return f"{self.subject} {neg}{self.predicate} {self.object}"
+        """The fact as text, negation kept: never rendered as the positive (``label``)."""
+        return label(self.subject, self.predicate, self.object, self.polarity, self.text)

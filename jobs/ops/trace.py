@@ -25,10 +25,10 @@ from dataclasses import dataclass, field
 from connectors.chroma_memory import ChromaMemory
 from connectors.kafka_io import read_topic
 from connectors.neo4j_memory import Neo4jMemory
-from connectors.protocols import SearchHit
 from jobs.ops.trace_decisions import Decisions, StageLoader, recompute
 from jobs.ops.trace_source import SourceFetch, fetch_source, session_context
 from schemas._base import partition_key
+from schemas.hits import SearchHit
 from schemas.ops import MemoryOperation
 from schemas.topics import MEMORY_OPS
 

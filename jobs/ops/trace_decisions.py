@@ -22,13 +22,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
-from connectors.protocols import SearchHit
 from pipelines.actions import action_facts
 from pipelines.extract import FactExtractor, extract_crm
 from pipelines.extract.context import DialogueContext
 from pipelines.parse import DialogueParser, ParsedTurn
 from schemas.events import CrmWebhook, DialogueEvent, InputEvent, UserAction
 from schemas.facts import ExtractedFact
+from schemas.hits import SearchHit
 from schemas.ids import fact_id
 
 

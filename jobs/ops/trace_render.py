@@ -12,11 +12,11 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from connectors.protocols import SearchHit
 from jobs.ops.trace import OpSighting, Trace
 from jobs.ops.trace_decisions import Decisions
 from jobs.ops.trace_source import SourceFetch
 from schemas.facts import ExtractedFact
+from schemas.hits import SearchHit
 from schemas.memory import MemoryRecord, ReviewStage
 from schemas.ops import OpType
 

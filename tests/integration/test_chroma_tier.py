@@ -13,7 +13,7 @@ from tier_ops import T0, T1, fact, op, phone_change, upsert, vector
 
 from connectors.chroma_memory import ChromaMemory, collection_name
 from connectors.embedding import MiniLMEmbeddingFunction
-from connectors.protocols import SearchHit
+from schemas.hits import SearchHit
 from schemas.memory import MemoryKind, MemoryRecord
 from schemas.ops import MemoryOperation, OpType
 

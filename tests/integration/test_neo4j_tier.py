@@ -11,7 +11,8 @@ import pytest
 from tier_ops import T0, T1, fact, op, phone_change, upsert
 
 from connectors.neo4j_memory import Neo4jMemory, Relation
-from connectors.protocols import BackpressureError, SearchHit
+from connectors.protocols import BackpressureError
+from schemas.hits import SearchHit
 from schemas.memory import MemoryKind, Polarity, Tier
 from schemas.ops import MemoryOperation, OpType
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from connectors.protocols import SearchHit
 from jobs.ops.trace_decisions import Match, match_fact
 from schemas.facts import ExtractedFact
+from schemas.hits import SearchHit
 from schemas.ids import chain_id, fact_id
 from schemas.lineage import SourceLineage
 from schemas.memory import MemoryKind, Polarity, Tier

@@ -8,7 +8,6 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from pydantic import ValidationError
 
-from connectors.protocols import SearchHit
 from pipelines.recall import (
     Candidate,
     RecallWeights,
@@ -17,6 +16,7 @@ from pipelines.recall import (
     render_statement,
     time_score,
 )
+from schemas.hits import SearchHit
 from schemas.lineage import SourceLineage
 from schemas.memory import MemoryKind, MemoryState, Polarity, Tier
 from schemas.query import RecallFilters, RecallHit
