@@ -41,6 +41,13 @@ from chromadb.api.types import PyEmbedding, Where
 from chromadb.config import Settings
 from chromadb.errors import ChromaError, NotFoundError
 
+from connectors.chroma_episodes import (
+    EPISODES_SUFFIX,
+    StoredEpisode,
+    outdate_episodes,
+    upsert_episodes,
+    user_episodes,
+)
 from connectors.embedding import MiniLMEmbeddingFunction
 from connectors.protocols import (
     DEFAULT_CHUNK_SIZE,
@@ -49,6 +56,7 @@ from connectors.protocols import (
     SearchHit,
 )
 from connectors.redis_memory import ErasureAudit
+from schemas.episodes import Episode
 from schemas.memory import MemoryRecord, Tier
 from schemas.ops import MemoryOperation, OpType
 
@@ -267,20 +275,72 @@ class ChromaMemory(BatchingSink):
         # full store); an HTTP client adds connection errors.
         return isinstance(error, ChromaError | ConnectionError | TimeoutError)
 
+    def episodes(self, tenant_id: str) -> chromadb.Collection:
+        """The tenant's episode collection (connectors/chroma_episodes.py), created on first use."""
+        key = (tenant_id + EPISODES_SUFFIX, False)
+        if key not in self._collections:
+            self._collections[key] = self.client.get_or_create_collection(
+                collection_name(tenant_id, self.namespace) + EPISODES_SUFFIX,
+                configuration={"hnsw": {"space": "cosine"}},
+                metadata={
+                    "memstream_tenant": tenant_id,
+                    "memstream_namespace": self.namespace or "",
+                    "memstream_archive": False,
+                    "memstream_kind": "episodes",
+                },
+                embedding_function=self.embedding_function,  # type: ignore[arg-type]
+            )
+        return self._collections[key]
+
+    def user_episodes(self, tenant_id: str, user_id: str) -> list[StoredEpisode]:
+        """Every episode of the user, oldest first, with its MiniLM vector."""
+        return user_episodes(self.episodes(tenant_id), user_id)
+
+    def user_facts(self, tenant_id: str, user_id: str) -> list[tuple[SearchHit, list[float]]]:
+        """Every live fact version of the user with its stored vector (all of them, no ranking)."""
+        live = self._existing(tenant_id)
+        if live is None:
+            return []
+        found = live.get(where={"user": user_id}, include=["metadatas", "documents", "embeddings"])
+        metas, docs = found["metadatas"] or [], found["documents"] or []
+        vectors = found.get("embeddings")
+        return [
+            (_hit(i, m, d, None), [float(x) for x in vectors[row]] if vectors is not None else [])
+            for row, (i, m, d) in enumerate(zip(found["ids"], metas, docs, strict=True))
+        ]
+
+    def _apply_episodes(self, ops: Sequence[MemoryOperation]) -> None:
+        by_tenant: dict[str, tuple[list[Episode], list[str]]] = {}
+        for op in ops:
+            written, outdated = by_tenant.setdefault(op.tenant_id, ([], []))
+            if op.op_type is OpType.UPSERT_EPISODE and op.episode is not None:
+                written.append(op.episode)
+            elif op.op_type is OpType.OUTDATE_EPISODE and op.target_fact_id:
+                outdated.append(op.target_fact_id)
+        for tenant_id, (written, outdated) in by_tenant.items():
+            collection = self.episodes(tenant_id)
+            upsert_episodes(collection, written)
+            outdate_episodes(collection, outdated)
+
     def _apply(self, ops: Sequence[MemoryOperation]) -> None:
         facts: dict[tuple[str, str], MemoryRecord] = {}
+        episodes: list[MemoryOperation] = []
         for op in ops:
             if op.op_type is OpType.ERASE_USER:
                 self._write_facts(facts)
-                facts = {}
+                self._apply_episodes(episodes)
+                facts, episodes = {}, []
                 removed = self._erase_user(op.tenant_id, op.user_id)
                 if self.erasure_audit is not None:
                     self.erasure_audit.record(op, self.store_name, removed)
             elif op.op_type in (OpType.UPSERT_FACT, OpType.CLOSE_FACT) and op.record:
                 key = (op.tenant_id, op.record.fact_id)
                 facts[key] = _merge(facts.get(key), op.record)
+            elif op.op_type in (OpType.UPSERT_EPISODE, OpType.OUTDATE_EPISODE):
+                episodes.append(op)
             # Pending items, turns and statuses live in Redis only.
         self._write_facts(facts)
+        self._apply_episodes(episodes)
 
     def _write_facts(self, facts: Mapping[tuple[str, str], MemoryRecord]) -> None:
         by_tenant: dict[str, list[MemoryRecord]] = {}
@@ -298,10 +358,13 @@ class ChromaMemory(BatchingSink):
             _upsert(live, [r for r in records if r.fact_id not in in_archive], in_live, now)
 
     def _erase_user(self, tenant_id: str, user_id: str) -> int:
-        """Delete the user's items, live and archived; how many there were."""
+        """Delete the user's items (facts live and archived, episodes); how many there were."""
         removed = 0
-        for archive in (False, True):
-            found = self._existing(tenant_id, archive=archive)
+        found_in = [
+            self._existing(tenant_id, archive=False),
+            self._existing(tenant_id, archive=True),
+        ]
+        for found in [*found_in, self.episodes(tenant_id)]:
             if found is not None:
                 ids = found.get(where={"user": user_id}, include=[])["ids"]
                 if ids:
@@ -456,7 +519,9 @@ class ChromaMemory(BatchingSink):
         for collection in self.client.list_collections():
             meta = collection.metadata or {}
             mine = meta.get("memstream_namespace") == (self.namespace or "")
-            if mine and meta.get("memstream_archive") is False:
+            # Episode collections are not archived yet (their recall reads all of a user's).
+            episodic = meta.get("memstream_kind") == "episodes"
+            if mine and meta.get("memstream_archive") is False and not episodic:
                 tenant_id = str(meta["memstream_tenant"])
                 moved[tenant_id] = self.archive_stale(tenant_id, max_idle=max_idle)
         return moved

@@ -7,8 +7,9 @@ acknowledgements, and not answering a question or an offer ("ok" after
 "Shall I book it?" is a confirmation and is kept). A short answer is stored
 together with the turn it answers, so the question's wording finds it.
 
-Pure: the caller passes the previous turn of the session (kept in the user's
-keyed state) and the statements of the facts extracted from the turn.
+Pure: ``episode_ops`` runs after the review of a turn, over the user's keyed
+state (which keeps the session's previous turn) and the review's operations
+(the facts the turn stated, the versions it closed).
 """
 
 from __future__ import annotations
@@ -16,10 +17,13 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from pipelines.review.state import UserMemoryState
+from pipelines.route import Decision, OutdateEpisode, WriteEpisode, route
 from schemas.episodes import Episode
 from schemas.events import DialogueEvent, Role
 from schemas.ids import episode_id
 from schemas.lineage import SourceLineage
+from schemas.ops import MemoryOperation, OpType
 
 # Words that carry nothing to remember on their own. A turn made only of these
 # is empty unless it answers something ("ok" to an offer confirms it).
@@ -160,4 +164,51 @@ def build_episode(
         intent=intent,
         ts=event.ts,
         lineage=lineage,
+    )
+
+
+def episode_ops(
+    state: UserMemoryState,
+    event: DialogueEvent,
+    lineage: SourceLineage,
+    reviewed: Sequence[MemoryOperation],
+    *,
+    intent: str | None = None,
+) -> list[MemoryOperation]:
+    """The turn's episode and the earlier episodes its facts outdate, as operations.
+
+    ``reviewed`` are the review's operations for this turn: the facts it wrote
+    or held become the episode's key expansion; a version it closed outdates
+    the episode of the turn that stated it. The state remembers this turn as
+    the session's previous one.
+    """
+    said = [
+        op.record
+        for op in reviewed
+        if op.op_type in (OpType.UPSERT_FACT, OpType.ADD_PENDING) and op.record is not None
+    ]
+    last = state.last_turns.get(event.session_id)
+    episode = build_episode(
+        event,
+        lineage,
+        previous=(Role(last[0]), last[1]) if last else None,
+        fact_ids=[r.fact_id for r in said],
+        statements=[r.statement() for r in said],
+        intent=intent,
+    )
+    state.put_last_turn(event.session_id, event.role.value, " ".join(event.text.split()))
+    decisions: list[Decision] = [WriteEpisode(episode)] if episode is not None else []
+    closed = [op.record for op in reviewed if op.op_type is OpType.CLOSE_FACT and op.record]
+    for record in closed:
+        if record.lineage is not None and record.lineage.event_id != event.event_id:
+            source = episode_id(event.tenant_id, event.user_id, record.lineage.event_id)
+            decisions.append(OutdateEpisode(source))
+    at = reviewed[0].at if reviewed else event.ts
+    return route(
+        decisions,
+        tenant_id=event.tenant_id,
+        user_id=event.user_id,
+        lineage=lineage,
+        at=at,
+        first_index=len(reviewed),
     )

@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from pipelines.actions import action_facts
+from pipelines.episodes import episode_ops
 from pipelines.errors import StageError, stage
 from pipelines.extract import FactExtractor
 from pipelines.extract.context import DialogueContext
@@ -106,6 +107,7 @@ class IngestPipeline:
         encoder: FactEncoder,
         reviewer: Reviewer,
         stage_timer: StageTimer = untimed,
+        episodes: bool = True,
     ) -> None:
         """Assemble from loaded stages (jobs load them once per worker)."""
         self.parser = parser
@@ -114,6 +116,8 @@ class IngestPipeline:
         self.encoder = encoder
         self.reviewer = reviewer
         self.stage_timer = stage_timer
+        # Every content-bearing turn kept whole in episodic memory (pipelines/episodes.py).
+        self.episodes = episodes
 
     def process(
         self,
@@ -141,6 +145,11 @@ class IngestPipeline:
             lineage = _lineage(result.record, result.event)
             with stage("review"), self.stage_timer("review"):
                 result.ops = self._review(state, result, lineage, encodings[id(result)])
+            if isinstance(result.event, DialogueEvent) and self.episodes:
+                with stage("episodes"):
+                    result.ops += episode_ops(
+                        state, result.event, lineage, result.ops, intent=result.intent
+                    )
         return results
 
     def _review(

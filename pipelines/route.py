@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from schemas.deadletter import DeadLetter
+from schemas.episodes import Episode
 from schemas.ids import op_id
 from schemas.lineage import SourceLineage
 from schemas.memory import MemoryRecord, Tier
@@ -82,7 +83,31 @@ class EraseUser:
     """Forget the user in every tier."""
 
 
-Decision = Upsert | Close | AddPending | ResolvePending | AppendTurn | SetStatus | EraseUser
+@dataclass(frozen=True)
+class WriteEpisode:
+    """Keep a content-bearing turn whole in episodic memory."""
+
+    episode: Episode
+
+
+@dataclass(frozen=True)
+class OutdateEpisode:
+    """A fact of this episode was superseded: the turn no longer holds the current value."""
+
+    episode_id: str
+
+
+Decision = (
+    Upsert
+    | Close
+    | AddPending
+    | ResolvePending
+    | AppendTurn
+    | SetStatus
+    | EraseUser
+    | WriteEpisode
+    | OutdateEpisode
+)
 
 _ALL_TIERS = [Tier.WORKING, Tier.EPISODIC, Tier.SEMANTIC]
 
@@ -94,10 +119,15 @@ def route(
     user_id: str,
     lineage: SourceLineage,
     at: datetime,
+    first_index: int = 0,
 ) -> list[MemoryOperation]:
-    """The operations of one source event, in decision order, with stable ids."""
+    """The operations of one source event, in decision order, with stable ids.
+
+    ``first_index`` numbers the decisions of a later stage after the ones an
+    earlier stage routed for the same event, so their ids never collide.
+    """
     ops = []
-    for index, decision in enumerate(decisions):
+    for index, decision in enumerate(decisions, start=first_index):
         op_type, fields = _payload(decision)
         ops.append(
             MemoryOperation(
@@ -131,6 +161,10 @@ def _payload(decision: Decision) -> tuple[OpType, dict[str, object]]:
             return OpType.SET_STATUS, {"status": status, "tiers": [Tier.WORKING]}
         case EraseUser():
             return OpType.ERASE_USER, {"tiers": list(_ALL_TIERS)}
+        case WriteEpisode(episode):
+            return OpType.UPSERT_EPISODE, {"episode": episode, "tiers": [Tier.EPISODIC]}
+        case OutdateEpisode(episode_id):
+            return OpType.OUTDATE_EPISODE, {"target_fact_id": episode_id, "tiers": [Tier.EPISODIC]}
 
 
 def _fact_tiers(record: MemoryRecord) -> list[Tier]:

@@ -12,6 +12,7 @@ from typing import Literal, Self
 from pydantic import AwareDatetime, Field, model_validator
 
 from schemas._base import Frozen, Identifier, Scalar
+from schemas.episodes import Episode
 from schemas.lineage import SourceLineage
 from schemas.memory import MemoryRecord, Tier
 
@@ -24,6 +25,8 @@ class OpType(StrEnum):
     APPEND_TURN = "append_turn"  # working memory: last turns of a session
     SET_STATUS = "set_status"  # working memory: status key with TTL
     ERASE_USER = "erase_user"  # forget a user everywhere
+    UPSERT_EPISODE = "upsert_episode"  # episodic memory: a content-bearing turn, whole
+    OUTDATE_EPISODE = "outdate_episode"  # its fact was superseded: rank it below the new one
 
 
 class WorkingTurn(Frozen):
@@ -49,6 +52,8 @@ _REQUIRED: dict[OpType, tuple[str, ...]] = {
     OpType.APPEND_TURN: ("turn",),
     OpType.SET_STATUS: ("status",),
     OpType.ERASE_USER: (),
+    OpType.UPSERT_EPISODE: ("episode",),
+    OpType.OUTDATE_EPISODE: ("target_fact_id",),
 }
 
 
@@ -66,7 +71,10 @@ class MemoryOperation(Frozen):
     record: MemoryRecord | None = None
     turn: WorkingTurn | None = None
     status: StatusEntry | None = None
-    target_fact_id: str | None = None
+    target_fact_id: str | None = Field(
+        default=None, description="resolve_pending: the pending fact; outdate_episode: the episode."
+    )
+    episode: Episode | None = None
     resolution: Literal["confirmed", "rejected"] | None = None
 
     @model_validator(mode="after")

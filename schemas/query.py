@@ -52,6 +52,11 @@ class RecallHit(Frozen):
     user's confirmation (read from working memory), which is never a fact yet.
     """
 
+    hit_kind: Literal["fact", "episode"] = Field(
+        default="fact",
+        description="fact: an extracted fact version; episode: a turn as said (fact_id is "
+        "then the episode id, statement the turn after what it answers).",
+    )
     fact_id: str
     chain_id: str
     statement: str
@@ -72,6 +77,10 @@ class RecallHit(Frozen):
     supersedes: str | None = None
     session_id: str | None = None
     lineage: SourceLineage | None = None
+    source: str | None = Field(
+        default=None, description="A fact's source turn (its episode), as said."
+    )
+    outdated: bool = Field(default=False, description="An episode whose fact was superseded since.")
 
 
 class PendingMemory(Frozen):

@@ -36,6 +36,8 @@ TAILS_PER_CHAIN = 8
 # Turn context matters only within a live conversation; a user rarely has more
 # than a few sessions open at once, and a context is a few hundred bytes.
 MAX_DIALOGUE_SESSIONS = 16
+# The previous turn an episode quotes is cut to this (pipelines/episodes.py cuts the same).
+MAX_LAST_TURN_CHARS = 400
 SNAPSHOT_VERSION = 1
 
 
@@ -118,6 +120,9 @@ class UserMemoryState:
         # job knows about the user: the facts then never depend on how an
         # engine happens to batch records.
         self.dialogue: dict[str, dict[str, Any]] = {}
+        # The last turn of each session as [role, text]: what a short answer answers
+        # (pipelines/episodes.py). Same sessions and LRU order as ``dialogue``.
+        self.last_turns: dict[str, list[str]] = {}
 
     # -- exactly-once bookkeeping -------------------------------------------
     @staticmethod
@@ -139,6 +144,13 @@ class UserMemoryState:
         self.dialogue[session_id] = context
         while len(self.dialogue) > MAX_DIALOGUE_SESSIONS:
             del self.dialogue[next(iter(self.dialogue))]
+
+    def put_last_turn(self, session_id: str, role: str, text: str) -> None:
+        """Remember a session's latest turn (cut to the context an episode keeps)."""
+        self.last_turns.pop(session_id, None)
+        self.last_turns[session_id] = [role, text[-MAX_LAST_TURN_CHARS:]]
+        while len(self.last_turns) > MAX_DIALOGUE_SESSIONS:
+            del self.last_turns[next(iter(self.last_turns))]
 
     def count(self, name: str, n: int = 1) -> None:
         """Add to a named counter (skipped, held, merged, ...)."""
@@ -203,6 +215,7 @@ class UserMemoryState:
         self.tails.clear()
         self.pending.clear()
         self.dialogue.clear()
+        self.last_turns.clear()
 
     # -- copy / rollback ----------------------------------------------------
     def copy(self) -> UserMemoryState:
@@ -219,6 +232,7 @@ class UserMemoryState:
         self.offsets = dict(saved.offsets)
         self.counters = dict(saved.counters)
         self.dialogue = dict(saved.dialogue)
+        self.last_turns = dict(saved.last_turns)
 
     # -- snapshot / restore --------------------------------------------------
     def snapshot(self) -> dict[str, Any]:
@@ -233,6 +247,7 @@ class UserMemoryState:
             "offsets": dict(self.offsets),
             "counters": dict(self.counters),
             "dialogue": dict(self.dialogue),
+            "last_turns": dict(self.last_turns),
         }
 
     @classmethod
@@ -252,6 +267,8 @@ class UserMemoryState:
         state.offsets = {k: int(v) for k, v in data["offsets"].items()}
         state.counters = {k: int(v) for k, v in data["counters"].items()}
         state.dialogue = dict(data.get("dialogue", {}))
+        # Absent from snapshots written before episodes: no previous turn known.
+        state.last_turns = {k: list(v) for k, v in data.get("last_turns", {}).items()}
         return state
 
 

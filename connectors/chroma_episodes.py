@@ -1,0 +1,94 @@
+"""Episodes in Chroma: one collection per tenant beside the tenant's facts.
+
+Kept apart from the fact collections so every fact read (query, chain,
+archive, audit) stays as it was; recall reads both. An episode's document is
+its search text (the turn it answers, the turn, its facts' statements: the
+fact-augmented key) and its vector is MiniLM of that text, computed by the
+collection's embedding function on write. Writes are idempotent by episode id;
+an outdated mark is a metadata update.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+import chromadb
+
+from schemas.episodes import Episode
+
+EPISODES_SUFFIX = "-episodes"
+
+
+@dataclass(frozen=True)
+class StoredEpisode:
+    """An episode as read back: the model, whether it is outdated, and its vector."""
+
+    episode: Episode
+    outdated: bool
+    vector: list[float] | None
+
+
+def _metadata(episode: Episode, outdated: bool) -> dict[str, Any]:
+    return {
+        "user": episode.user_id,
+        "session": episode.session_id,
+        "role": episode.role.value,
+        "ts": episode.ts.timestamp(),
+        "outdated": outdated,
+        # The whole model: the read side needs every field back exactly.
+        "episode": episode.model_dump_json(),
+    }
+
+
+def upsert_episodes(collection: chromadb.Collection, episodes: Sequence[Episode]) -> None:
+    """Write episodes (last one wins per id); a stored one keeps its outdated mark."""
+    latest = {e.episode_id: e for e in episodes}
+    if not latest:
+        return
+    ids = list(latest)
+    found = collection.get(ids=ids, include=["metadatas"])
+    outdated = {
+        i: bool(m.get("outdated"))
+        for i, m in zip(found["ids"], found["metadatas"] or [], strict=True)
+    }
+    collection.upsert(
+        ids=ids,
+        metadatas=[_metadata(latest[i], outdated.get(i, False)) for i in ids],
+        documents=[latest[i].search_text() for i in ids],
+    )
+
+
+def outdate_episodes(collection: chromadb.Collection, episode_ids: Sequence[str]) -> None:
+    """Mark stored episodes outdated (ids not stored are skipped: nothing to mark)."""
+    wanted = list(dict.fromkeys(episode_ids))
+    if not wanted:
+        return
+    found = collection.get(ids=wanted, include=["metadatas"])
+    if found["ids"]:
+        metas = [{**m, "outdated": True} for m in found["metadatas"] or []]
+        collection.update(ids=found["ids"], metadatas=metas)  # type: ignore[arg-type]
+
+
+def user_episodes(
+    collection: chromadb.Collection, user_id: str, *, with_vectors: bool = True
+) -> list[StoredEpisode]:
+    """Every episode of ``user_id`` in the collection, oldest first."""
+    include: list[Any] = ["metadatas", "embeddings"] if with_vectors else ["metadatas"]
+    found = collection.get(where={"user": user_id}, include=include)
+    metas = found["metadatas"] or []
+    vectors = found.get("embeddings")
+    out = []
+    for row, meta in enumerate(metas):
+        vector = None if vectors is None else [float(x) for x in vectors[row]]
+        episode = Episode.model_validate_json(str(meta["episode"]))
+        out.append(StoredEpisode(episode, bool(meta.get("outdated")), vector))
+    out.sort(key=lambda s: (s.episode.ts, s.episode.episode_id))
+    return out
+
+
+def epoch(value: datetime) -> float:
+    """Seconds since the epoch of an aware time (naive times are read as UTC)."""
+    return (value if value.tzinfo else value.replace(tzinfo=UTC)).timestamp()
