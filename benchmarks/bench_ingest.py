@@ -73,7 +73,13 @@ from memstream.data import sample_dir
 from memstream.settings import get_settings
 from schemas.deadletter import DeadLetter
 from schemas.ops import MemoryOperation
-from schemas.topics import DIALOGUE_EVENTS, INPUT_TOPICS, MEMORY_DLQ, MEMORY_OPS, OUTPUT_TOPICS
+from schemas.topics import (
+    DIALOGUE_EVENTS,
+    INPUT_TOPICS,
+    MEMORY_OPS,
+    OUTPUT_TOPICS,
+    Topics,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLE_DIR = sample_dir()
@@ -126,7 +132,7 @@ def publish(bootstrap: str, namespace: str, events: Sequence[Event], rate: float
     for i, (topic, key, value) in enumerate(events):
         if rate is not None:
             time.sleep(max(0.0, started + i / rate - time.monotonic()))
-        producer.send(namespace + topic, value, key=key)
+        producer.send(Topics(namespace).name(topic), value, key=key)
     producer.flush()
 
 
@@ -161,9 +167,9 @@ def _create_topics(bootstrap: str, namespace: str) -> None:
     partitions = get_settings().kafka.partitions
     # Outputs are stamped by the broker on append: the "visible in Kafka" time.
     append_time = {"message.timestamp.type": "LogAppendTime"}
-    specs = [kafka_admin.TopicSpec(namespace + t, partitions) for t in INPUT_TOPICS]
+    specs = [kafka_admin.TopicSpec(Topics(namespace).name(t), partitions) for t in INPUT_TOPICS]
     specs += [
-        kafka_admin.TopicSpec(namespace + t, partitions, append_time)
+        kafka_admin.TopicSpec(Topics(namespace).name(t), partitions, append_time)
         for t in (*OUTPUT_TOPICS, PASSTHROUGH_TOPIC)
     ]
     kafka_admin.ensure_topics(bootstrap, specs)
@@ -174,11 +180,11 @@ def _output_source(namespace: str, job: str, topic: str, value: bytes) -> Any:
     """The source record an output came from: its value (pass-through) or its position."""
     if job == PASSTHROUGH:
         return value  # the pass-through copies values, which are unique per event
-    if topic == namespace + MEMORY_DLQ:
+    if topic == Topics(namespace).dlq:
         letter = DeadLetter.model_validate_json(value)
-        return (namespace + letter.topic, letter.partition, letter.offset)
+        return (Topics(namespace).name(letter.topic), letter.partition, letter.offset)
     lineage = MemoryOperation.model_validate_json(value).lineage
-    return (namespace + lineage.topic, lineage.partition, lineage.offset)
+    return (Topics(namespace).name(lineage.topic), lineage.partition, lineage.offset)
 
 
 def _input_source(job: str, record: Stamped) -> Any:
@@ -201,13 +207,13 @@ def _backlog_rate(
     rate = 0.0
     if process.metrics_port:
         rate = processing_rate(process.metrics_port, backlog, CATCH_UP_TIMEOUT_S)
-    process.wait_caught_up(bootstrap, [namespace + t for t in INPUT_TOPICS])
+    process.wait_caught_up(bootstrap, Topics(namespace).inputs)
     time.sleep(settle_s)
     if process.metrics_port:
         return rate
-    outputs = [namespace + (PASSTHROUGH_TOPIC if job == PASSTHROUGH else MEMORY_OPS)]
+    outputs = [Topics(namespace).name(PASSTHROUGH_TOPIC if job == PASSTHROUGH else MEMORY_OPS)]
     if job != PASSTHROUGH:
-        outputs.append(namespace + MEMORY_DLQ)
+        outputs.append(Topics(namespace).dlq)
     times = sorted(_first_outputs(namespace, read_stamped(bootstrap, outputs), job).values())
     return backlog / max((times[-1] - times[0]) / 1000, 1e-3)
 
@@ -226,11 +232,11 @@ def measure(
     run_id = uuid.uuid4().hex[:8]
     namespace = f"bench.ingest.{run_id}."
     _create_topics(bootstrap, namespace)
-    inputs = [namespace + t for t in INPUT_TOPICS]
+    inputs = Topics(namespace).inputs
     outputs = (
-        [namespace + PASSTHROUGH_TOPIC]
+        [Topics(namespace).name(PASSTHROUGH_TOPIC)]
         if job == PASSTHROUGH
-        else [namespace + MEMORY_OPS, namespace + MEMORY_DLQ]
+        else [Topics(namespace).memory_ops, Topics(namespace).dlq]
     )
     # Flink's transactions commit with the checkpoint that also commits the
     # source offsets, in no fixed order: one more interval makes them visible.
@@ -289,7 +295,9 @@ def measure(
                 peak_rss_mib=process.peak_rss_mib(),
             )
             if turns is not None and sink is not None:
-                paced_turns = [r for r in paced_records if r.topic == namespace + DIALOGUE_EVENTS]
+                paced_turns = [
+                    r for r in paced_records if r.topic == Topics(namespace).dialogue_events
+                ]
                 visible = turns.first_seen_ms()
                 result.paced_turns = len(paced_turns)
                 result.store_latencies_ms = [

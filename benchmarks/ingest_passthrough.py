@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from memstream.settings import get_settings
-from schemas.topics import INPUT_TOPICS
+from schemas.topics import Topics
 
 PASSTHROUGH_TOPIC = "bench.passthrough"
 PASSTHROUGH_GROUP = "bench-passthrough"
@@ -36,8 +36,8 @@ def run_passthrough(namespace: str) -> None:
         datadir=str(Path(tempfile.gettempdir()) / f"bench-ingest-faust-{os.getpid()}"),
     )
     raw: dict[str, Any] = {"key_serializer": "raw", "value_serializer": "raw"}
-    source = app.topic(*(namespace + t for t in INPUT_TOPICS), **raw)
-    sink = app.topic(namespace + PASSTHROUGH_TOPIC, **raw)
+    source = app.topic(*Topics(namespace).inputs, **raw)
+    sink = app.topic(Topics(namespace).name(PASSTHROUGH_TOPIC), **raw)
 
     async def copy(stream: Any) -> None:
         # The worker's batching (settings.ingest), so the ceiling differs

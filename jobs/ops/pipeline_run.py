@@ -29,7 +29,7 @@ from connectors.kafka_offsets import OffsetReader
 from connectors.redis_memory import RedisSpool
 from jobs.sink.lane import spool_namespace
 from memstream.settings import Settings
-from schemas.topics import INPUT_TOPICS, MEMORY_OPS
+from schemas.topics import Topics
 
 _SPOOLED_STORES = ("chroma", "neo4j")  # the stores with a spool (jobs/sink/job.py)
 # The sample (~400 events) took 1-3 minutes on the shared 2-core machine, most of
@@ -124,7 +124,8 @@ def _wait_applied(
     """Show progress until the stream is ingested and applied."""
     bootstrap = settings.kafka.bootstrap
     reader = OffsetReader(bootstrap)
-    inputs = [namespace + t for t in INPUT_TOPICS]
+    topics = Topics(namespace)
+    inputs = topics.inputs
     ingest_group = namespace + (
         settings.flink.group_id if engine is Engine.FLINK else settings.ingest.group_id
     )
@@ -143,7 +144,7 @@ def _wait_applied(
                 raise PipelineFailed(f"the ingest job exited ({code}):\n{ingest.tail()}")
             read = _progress(reader, bootstrap, ingest_group, inputs)
             applied = _progress(
-                reader, bootstrap, namespace + settings.sink.group_id, [namespace + MEMORY_OPS]
+                reader, bootstrap, namespace + settings.sink.group_id, [topics.memory_ops]
             )
             progress.update(events, completed=read.committed, total=read.end)
             progress.update(ops, completed=applied.committed, total=applied.end)

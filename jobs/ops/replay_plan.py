@@ -24,7 +24,7 @@ from datetime import datetime, timedelta
 
 from connectors.kafka_range import PartitionBounds, RangeReader
 from connectors.redis_memory import RedisKeys
-from schemas.topics import INPUT_TOPICS
+from schemas.topics import INPUT_TOPICS, Topics
 
 # Kafka timestamps have millisecond resolution: the first record after an
 # inclusive --to-time is the first one stamped at least this much later.
@@ -40,7 +40,7 @@ class ReplayRequest:
     """What ``memstream replay`` was asked to do."""
 
     namespace: str  # the shadow store namespace written to; never "" (live memory)
-    topics: tuple[str, ...] = INPUT_TOPICS  # base names; read as topic_namespace + name
+    topics: tuple[str, ...] = INPUT_TOPICS  # base names; read under Topics(topic_namespace)
     partition: int | None = None  # None: every partition
     from_offset: int | None = None
     from_time: datetime | None = None
@@ -178,7 +178,7 @@ def resolve_ranges(request: ReplayRequest, facts: Sequence[PartitionFacts]) -> R
 def plan_ranges(reader: RangeReader, request: ReplayRequest) -> ReplayPlan:
     """Check ``request`` against the broker and resolve it to ranges (ReplayError if refused)."""
     check_request(request)
-    names = [request.topic_namespace + t for t in request.topics]
+    names = Topics(request.topic_namespace).names(request.topics)
     counts = reader.partition_counts(names)
     missing = [n for n in names if n not in counts]
     if missing:

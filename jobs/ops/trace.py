@@ -30,7 +30,7 @@ from jobs.ops.trace_source import SourceFetch, fetch_source, session_context
 from schemas._base import partition_key
 from schemas.hits import SearchHit
 from schemas.ops import MemoryOperation
-from schemas.topics import MEMORY_OPS
+from schemas.topics import Topics
 
 # Bound on reading the retained memory.ops topic: read_topic's own default
 # (connectors/kafka_io.py), so a broker that stops answering fails the trace
@@ -129,7 +129,7 @@ def ops_of(bootstrap: str, namespace: str, fact: SearchHit) -> list[OpSighting]:
     """
     key = partition_key(fact.tenant_id, fact.user_id)
     sightings = []
-    for record in read_topic(bootstrap, namespace + MEMORY_OPS, timeout_s=OPS_READ_TIMEOUT_S):
+    for record in read_topic(bootstrap, Topics(namespace).memory_ops, timeout_s=OPS_READ_TIMEOUT_S):
         if record.key != key:
             continue
         op = MemoryOperation.model_validate_json(record.value)
@@ -170,7 +170,7 @@ def trace(
     assert fact.lineage is not None  # noqa: S101 - both stores' readers always set it
     source = fetch_source(bootstrap, fact.lineage, topic_namespace)
     notes: list[str] = []
-    ops_topic = topic_namespace + MEMORY_OPS
+    ops_topic = Topics(topic_namespace).memory_ops
     try:
         ops = ops_of(bootstrap, topic_namespace, fact)
     except KeyError:  # read_topic's "no such topic"

@@ -21,6 +21,7 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Topic
 from connectors.kafka_io import consumer
 from schemas.events import DialogueEvent, InputEvent
 from schemas.lineage import SourceLineage
+from schemas.topics import Topics
 from schemas.validate import InvalidEvent, decode_event
 
 # A trace reads a handful of records; the local broker answers in milliseconds,
@@ -83,9 +84,9 @@ def fetch_source(bootstrap: str, lineage: SourceLineage, topic_namespace: str = 
     """Assign, seek to the lineage's offset and read exactly that record.
 
     Lineage names the base topic (the ingest jobs strip their namespace), so
-    the record is read from ``topic_namespace + lineage.topic``.
+    the record is read from ``Topics(topic_namespace).name(lineage.topic)``.
     """
-    topic = topic_namespace + lineage.topic
+    topic = Topics(topic_namespace).name(lineage.topic)
     position = TopicPartition(topic, lineage.partition, lineage.offset)
     reader = _reader(bootstrap)
     try:

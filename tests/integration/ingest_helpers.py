@@ -25,7 +25,7 @@ from connectors.kafka_offsets import OffsetReader
 from memstream.data import sample_dir
 from schemas.deadletter import DeadLetter
 from schemas.ops import MemoryOperation
-from schemas.topics import ALL_TOPICS, MEMORY_DLQ, MEMORY_OPS, MEMORY_PENDING
+from schemas.topics import ALL_TOPICS, Topics
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 SAMPLE_DIR = sample_dir()
@@ -46,7 +46,9 @@ Message = tuple[str | None, bytes]  # (key, value)
 def create_topics(bootstrap: str, namespace: str, partitions: int) -> None:
     """Create every memstream topic under ``namespace``."""
     config = {"max.message.bytes": str(MAX_MESSAGE_BYTES)}
-    specs = [kafka_admin.TopicSpec(namespace + t, partitions, config) for t in ALL_TOPICS]
+    specs = [
+        kafka_admin.TopicSpec(Topics(namespace).name(t), partitions, config) for t in ALL_TOPICS
+    ]
     kafka_admin.ensure_topics(bootstrap, specs)
 
 
@@ -169,10 +171,10 @@ def parse_op(record: Record) -> MemoryOperation:
 def read_outputs(bootstrap: str, namespace: str) -> Outputs:
     """Read the namespace's output topics to their end."""
     return Outputs(
-        ops=read_topic(bootstrap, namespace + MEMORY_OPS),
-        pending=read_topic(bootstrap, namespace + MEMORY_PENDING),
+        ops=read_topic(bootstrap, Topics(namespace).memory_ops),
+        pending=read_topic(bootstrap, Topics(namespace).pending),
         dead_letters=[
             DeadLetter.model_validate_json(r.value)
-            for r in read_topic(bootstrap, namespace + MEMORY_DLQ)
+            for r in read_topic(bootstrap, Topics(namespace).dlq)
         ],
     )

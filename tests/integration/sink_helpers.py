@@ -37,7 +37,7 @@ from schemas.facts import Assertor, ExtractedFact
 from schemas.lineage import SourceLineage
 from schemas.memory import Encoding, MemoryKind, Polarity, Tier
 from schemas.ops import MemoryOperation
-from schemas.topics import CRM_WEBHOOKS, DIALOGUE_EVENTS, MEMORY_DLQ, MEMORY_OPS
+from schemas.topics import CRM_WEBHOOKS, DIALOGUE_EVENTS, MEMORY_DLQ, MEMORY_OPS, Topics
 
 T0 = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
 DIM = 384  # MiniLM's width, as the encode stage's combined vector
@@ -214,7 +214,10 @@ def fact_nodes(neo4j: Neo4jMemory, tenant: str) -> list[str]:
 
 def create_topics(bootstrap: str, namespace: str, partitions: int = 3) -> None:
     """The namespace's ``memory.ops`` and ``memory.dlq``."""
-    specs = [kafka_admin.TopicSpec(namespace + t, partitions) for t in (MEMORY_OPS, MEMORY_DLQ)]
+    specs = [
+        kafka_admin.TopicSpec(Topics(namespace).name(t), partitions)
+        for t in (MEMORY_OPS, MEMORY_DLQ)
+    ]
     kafka_admin.ensure_topics(bootstrap, specs)
 
 

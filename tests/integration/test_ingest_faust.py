@@ -53,6 +53,7 @@ from schemas.topics import (
     MEMORY_OPS,
     MEMORY_PENDING,
     USER_ACTIONS,
+    Topics,
 )
 
 PHASES = (DIALOGUE_EVENTS, USER_ACTIONS, CRM_WEBHOOKS)
@@ -175,14 +176,14 @@ def _run(
     run = Run(namespace, Outputs([], [], []), {}, alive_after_input=False, exit_code=None)
     try:
         for topic in PHASES:
-            source = namespace + topic
+            source = Topics(namespace).name(topic)
             publish(bootstrap, source, _messages(topic))
             for _ in range(kills[topic]):
                 worker = _kill_mid_stream(bootstrap, namespace, source, worker, rng, run)
             run.final_committed |= wait_caught_up(bootstrap, namespace, [source], worker)
         run.alive_after_input = worker.alive()
         run.outputs = read_outputs(bootstrap, namespace)
-        run.inputs = {t: read_topic(bootstrap, namespace + t) for t in PHASES}
+        run.inputs = {t: read_topic(bootstrap, Topics(namespace).name(t)) for t in PHASES}
         if "--metrics-port" in args:
             port = args[args.index("--metrics-port") + 1]
             run.metrics = scrape(f"http://127.0.0.1:{port}/metrics")
@@ -205,9 +206,9 @@ def _kill_mid_stream(
     """
     reader = OffsetReader(bootstrap)
     ends = log_ends(bootstrap, [source])
-    ops_before = sum(log_ends(bootstrap, [namespace + MEMORY_OPS]).values())
+    ops_before = sum(log_ends(bootstrap, [Topics(namespace).memory_ops]).values())
     deadline = time.monotonic() + CATCH_UP_TIMEOUT_S
-    while sum(log_ends(bootstrap, [namespace + MEMORY_OPS]).values()) == ops_before:
+    while sum(log_ends(bootstrap, [Topics(namespace).memory_ops]).values()) == ops_before:
         assert worker.alive(), worker.log_tail()
         assert time.monotonic() < deadline, f"worker made no progress:\n{worker.log_tail()}"
         time.sleep(0.1)
@@ -320,7 +321,7 @@ def test_sigkill_mid_stream_loses_nothing_and_resumes(
         for positions in crashed.committed_at_kills:
             for position, offset in positions.items():
                 assert crashed.final_committed[position] >= offset
-        ends = log_ends(kafka_bootstrap, [crashed.namespace + t for t in PHASES])
+        ends = log_ends(kafka_bootstrap, Topics(crashed.namespace).names(PHASES))
         assert crashed.final_committed == ends
         dead = {(d.topic, d.partition, d.offset) for d in crashed.outputs.dead_letters}
         expected = {(d.topic, d.partition, d.offset) for d in fault_free.outputs.dead_letters}

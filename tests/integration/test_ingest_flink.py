@@ -60,7 +60,13 @@ from pipelines.ingest import IngestPipeline, SourceRecord
 from pipelines.review import UserMemoryState
 from schemas.deadletter import DeadLetterReason
 from schemas.ops import MemoryOperation, OpType
-from schemas.topics import CRM_WEBHOOKS, DIALOGUE_EVENTS, INPUT_TOPICS, MEMORY_OPS, USER_ACTIONS
+from schemas.topics import (
+    CRM_WEBHOOKS,
+    DIALOGUE_EVENTS,
+    INPUT_TOPICS,
+    USER_ACTIONS,
+    Topics,
+)
 
 # Each checkpoint commits the outputs' transaction: short ones keep the test quick.
 CHECKPOINT_INTERVAL_S = 2.0
@@ -144,7 +150,7 @@ class FlinkJob:
         checkpoint completes, in no fixed order: the next checkpoint is past both.
         """
         bootstrap = self.settings.kafka.bootstrap
-        wait_caught_up(bootstrap, self.namespace, [self.namespace + t for t in topics], self)
+        wait_caught_up(bootstrap, self.namespace, Topics(self.namespace).names(topics), self)
         seen = self.checkpoint()
         deadline = time.monotonic() + CHECKPOINT_TIMEOUT_S
         while self.checkpoint() <= seen:
@@ -181,11 +187,11 @@ def kill_mid_phase(job: FlinkJob, topic: str) -> tuple[FlinkJob, dict[tuple[str,
 
     Returns the new job and the group's committed offsets of ``topic`` at the kill.
     """
-    bootstrap, source = job.settings.kafka.bootstrap, job.namespace + topic
-    written = sum(end_offsets(bootstrap, job.namespace + MEMORY_OPS).values())
+    bootstrap, source = job.settings.kafka.bootstrap, Topics(job.namespace).name(topic)
+    written = sum(end_offsets(bootstrap, Topics(job.namespace).memory_ops).values())
     deadline = time.monotonic() + CHECKPOINT_TIMEOUT_S
     # The end offset counts uncommitted records: new ops, not yet visible.
-    while sum(end_offsets(bootstrap, job.namespace + MEMORY_OPS).values()) == written:
+    while sum(end_offsets(bootstrap, Topics(job.namespace).memory_ops).values()) == written:
         assert job.alive(), job.log_tail()
         assert time.monotonic() < deadline, f"no new ops:\n{job.log_tail()}"
         time.sleep(0.1)
@@ -207,20 +213,20 @@ def run(settings: Settings, tmp_path_factory: pytest.TempPathFactory) -> Iterato
     try:
         for done, topic in enumerate(PHASES, start=1):
             for namespace in (flink_ns, faust_ns):
-                publish(bootstrap, namespace + topic, phase_messages(topic))
+                publish(bootstrap, Topics(namespace).name(topic), phase_messages(topic))
             if topic == KILLED_PHASE:
                 job, committed_at_kill = kill_mid_phase(job, topic)
             job.settle(PHASES[:done])
-            wait_caught_up(bootstrap, faust_ns, [faust_ns + t for t in PHASES[:done]], worker)
+            wait_caught_up(bootstrap, faust_ns, Topics(faust_ns).names(PHASES[:done]), worker)
         yield Run(
             flink=read_outputs(bootstrap, flink_ns),
             faust=read_outputs(bootstrap, faust_ns),
-            inputs={t: read_topic(bootstrap, flink_ns + t) for t in PHASES},
+            inputs={t: read_topic(bootstrap, Topics(flink_ns).name(t)) for t in PHASES},
             alive_after_input=job.alive(),
             committed_at_kill=committed_at_kill,
             ends_at_kill={
-                (flink_ns + KILLED_PHASE, p): end
-                for p, end in end_offsets(bootstrap, flink_ns + KILLED_PHASE).items()
+                (Topics(flink_ns).name(KILLED_PHASE), p): end
+                for p, end in end_offsets(bootstrap, Topics(flink_ns).name(KILLED_PHASE)).items()
             },
         )
     finally:

@@ -34,7 +34,7 @@ from jobs.serve.keys import ApiKeyring
 from jobs.serve.memory_service import MemoryService, MemoryStores
 from memstream.settings import Settings
 from pipelines.lag import Rules, Status
-from schemas.topics import MEMORY_OPS
+from schemas.topics import MEMORY_OPS, Topics
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 SNAPSHOT_ROUTE = "/v1/users/{user_id}/snapshot"
@@ -109,7 +109,7 @@ def test_sink_job_serves_its_metrics(
 ) -> None:
     bootstrap = settings.kafka.bootstrap
     stream = make_stream(f"t{unique}", ("ana", "bo"), turns=20)
-    topic = namespace + MEMORY_OPS
+    topic = Topics(namespace).memory_ops
     total = publish_ops(bootstrap, topic, stream.ops)
     bad = KeyedProducer(bootstrap, client_id="memstream-metrics-test")
     bad.send(topic, b"{not an operation", key=f"t{unique}:ana")

@@ -43,7 +43,7 @@ from memstream.settings import Neo4jSettings, Settings
 from pipelines.backpressure import BackpressureConfig, Mode, Trip
 from schemas.memory import Tier
 from schemas.ops import MemoryOperation
-from schemas.topics import MEMORY_OPS
+from schemas.topics import Topics
 
 USERS = ("cy", "di")
 # Probing a down store backs off up to 30 s by default; 1 s keeps the wait
@@ -121,7 +121,7 @@ def test_neo4j_outage_spools_in_order_then_drains_to_the_fault_free_state(
 ) -> None:
     bootstrap = settings.kafka.bootstrap
     stream = make_stream(f"t{unique}", USERS, turns=60)
-    topic = namespace + MEMORY_OPS
+    topic = Topics(namespace).memory_ops
     third = len(stream.ops) // 3
     config = config_for(
         settings,
@@ -204,7 +204,7 @@ def test_slow_chroma_spools_then_drains_to_the_fault_free_state(
 ) -> None:
     bootstrap = settings.kafka.bootstrap
     stream = make_stream(f"t{unique}", USERS, turns=60)
-    topic = namespace + MEMORY_OPS
+    topic = Topics(namespace).memory_ops
     third = len(stream.ops) // 3
     config = config_for(
         settings,

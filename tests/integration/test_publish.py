@@ -15,7 +15,7 @@ from connectors.kafka_io import Record, end_offsets, read_topic
 from jobs.cli.run import SAMPLE_DIR, publish_sample
 from memstream.settings import Settings
 from schemas.deadletter import DeadLetter
-from schemas.topics import DIALOGUE_EVENTS, INPUT_TOPICS, MEMORY_DLQ
+from schemas.topics import DIALOGUE_EVENTS, INPUT_TOPICS, MEMORY_DLQ, Topics
 
 MEMSTREAM = Path(sys.executable).parent / "memstream"
 
@@ -137,8 +137,8 @@ def namespace(kafka_bootstrap: str, settings: Settings, unique: str) -> Iterator
     prefix = f"test.{unique}."
     partitions = settings.kafka.partitions
     large = {"max.message.bytes": str(settings.kafka.max_message_bytes)}
-    specs = [kafka_admin.TopicSpec(prefix + t, partitions) for t in INPUT_TOPICS]
-    specs.append(kafka_admin.TopicSpec(prefix + MEMORY_DLQ, partitions, large))
+    specs = [kafka_admin.TopicSpec(Topics(prefix).name(t), partitions) for t in INPUT_TOPICS]
+    specs.append(kafka_admin.TopicSpec(Topics(prefix).dlq, partitions, large))
     kafka_admin.ensure_topics(kafka_bootstrap, specs)
     yield prefix
     kafka_admin.delete_topics(kafka_bootstrap, [s.name for s in specs])

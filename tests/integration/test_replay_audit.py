@@ -54,7 +54,14 @@ from pipelines.backpressure import BackpressureConfig
 from pipelines.ingest import IngestPipeline, SourceRecord
 from pipelines.review import UserMemoryState
 from schemas.ops import MemoryOperation
-from schemas.topics import ALL_TOPICS, CRM_WEBHOOKS, DIALOGUE_EVENTS, MEMORY_OPS, USER_ACTIONS
+from schemas.topics import (
+    ALL_TOPICS,
+    CRM_WEBHOOKS,
+    DIALOGUE_EVENTS,
+    MEMORY_OPS,
+    USER_ACTIONS,
+    Topics,
+)
 
 PARTITIONS = 3
 PHASES = (DIALOGUE_EVENTS, USER_ACTIONS, CRM_WEBHOOKS)
@@ -306,7 +313,7 @@ def retained(settings: Settings) -> Iterator[str]:
     """A one-partition turn topic whose first two records retention deleted; its namespace."""
     bootstrap = settings.kafka.bootstrap
     namespace = f"test.retained.{uuid.uuid4().hex[:10]}."
-    name = namespace + DIALOGUE_EVENTS
+    name = Topics(namespace).dialogue_events
     kafka_admin.ensure_topics(bootstrap, [kafka_admin.TopicSpec(name, 1)])
     wait_visible(bootstrap, [name])
     try:

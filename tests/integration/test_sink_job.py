@@ -40,7 +40,7 @@ from sink_helpers import (
 
 from jobs.sink.job import open_lanes
 from memstream.settings import Settings
-from schemas.topics import MEMORY_OPS
+from schemas.topics import Topics
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 USERS = ("ana", "bo")
@@ -59,7 +59,7 @@ def test_applies_the_stream_to_every_store_and_a_replay_changes_nothing(
     settings: Settings, namespace: str, unique: str, tmp_path: Path
 ) -> None:
     stream = make_stream(f"t{unique}", USERS, turns=30)
-    publish_ops(settings.kafka.bootstrap, namespace + MEMORY_OPS, stream.ops)
+    publish_ops(settings.kafka.bootstrap, Topics(namespace).memory_ops, stream.ops)
     config = config_for(settings, namespace, f"s{unique}", tmp_path / "chroma", group_id="first")
 
     run_to_end(config, open_lanes(config))
@@ -128,7 +128,7 @@ def test_sigkill_at_random_points_leaves_each_version_exactly_once(
 ) -> None:
     bootstrap = settings.kafka.bootstrap
     stream = make_stream(f"t{unique}", USERS, turns=120)
-    topic = namespace + MEMORY_OPS
+    topic = Topics(namespace).memory_ops
     total = publish_ops(bootstrap, topic, stream.ops)
     expected = reference_state(settings, namespace, stream, tmp_path / "ref-chroma")
 

@@ -42,7 +42,7 @@ from pipelines.review import UserMemoryState
 from schemas.lineage import SourceLineage
 from schemas.memory import Tier
 from schemas.ops import MemoryOperation, OpType
-from schemas.topics import CRM_WEBHOOKS, DIALOGUE_EVENTS, MEMORY_OPS
+from schemas.topics import CRM_WEBHOOKS, DIALOGUE_EVENTS, Topics
 
 T0 = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
 OLD_PHONE, NEW_PHONE = "07700900123", "07700900999"  # as extract normalises them
@@ -148,14 +148,16 @@ def world(settings: Settings) -> Iterator[World]:
         _turn(tenant, 1, "agent", "Thanks, I have noted that."),
         _turn(tenant, 2, "user", "Actually my new number is 07700 900999."),
     ]
-    ingest_helpers.publish(bootstrap, namespace + DIALOGUE_EVENTS, turns)
-    ingest_helpers.publish(bootstrap, namespace + CRM_WEBHOOKS, [_crm(tenant)])
+    ingest_helpers.publish(bootstrap, Topics(namespace).dialogue_events, turns)
+    ingest_helpers.publish(bootstrap, Topics(namespace).crm_webhooks, [_crm(tenant)])
     records = [
-        r for t in (DIALOGUE_EVENTS, CRM_WEBHOOKS) for r in read_topic(bootstrap, namespace + t)
+        r
+        for t in (DIALOGUE_EVENTS, CRM_WEBHOOKS)
+        for r in read_topic(bootstrap, Topics(namespace).name(t))
     ]
     pipeline = load_pipeline(settings)
     ops = _ingest(pipeline, namespace, records)
-    sink_helpers.publish_ops(bootstrap, namespace + MEMORY_OPS, ops)
+    sink_helpers.publish_ops(bootstrap, Topics(namespace).memory_ops, ops)
     chroma = ChromaMemory.open(settings.chroma_path, namespace=namespace, latency_budget_s=math.inf)
     neo4j = Neo4jMemory.connect(settings.neo4j.uri, namespace=namespace, latency_budget_s=math.inf)
     for store in (chroma, neo4j):
@@ -205,7 +207,7 @@ def test_a_superseded_phone_number_traces_to_its_turn_and_its_chain(
     assert [s.op.op_type for s in traced.ops] == [OpType.UPSERT_FACT, OpType.CLOSE_FACT]
     on_topic = {
         (r.partition, r.offset): MemoryOperation.model_validate_json(r.value).op_id
-        for r in read_topic(settings.kafka.bootstrap, world.namespace + MEMORY_OPS)
+        for r in read_topic(settings.kafka.bootstrap, Topics(world.namespace).memory_ops)
     }
     assert [on_topic[(s.partition, s.offset)] for s in traced.ops] == [
         s.op.op_id for s in traced.ops
@@ -259,7 +261,7 @@ def test_cli_traces_a_crm_fact_then_reports_it_gone_after_delete_records(
     doc = json.loads(result.stdout)
     lineage = doc["source"]["lineage"]
     topic = doc["source"]["topic"]
-    assert topic == world.namespace + CRM_WEBHOOKS
+    assert topic == Topics(world.namespace).crm_webhooks
     position = (topic, lineage["partition"], lineage["offset"])
     assert doc["source"]["value"].encode() == world.published[position]
     assert "neo4j" in doc["found_in"] and doc["decisions"]["provenance"] == {
