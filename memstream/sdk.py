@@ -1,10 +1,11 @@
-"""The Python SDK agents import: ``from memstream.sdk import MemoryClient``.
+"""The Python SDK agents import: ``from memstream import MemoryClient`` (defined here).
 
 One typed, synchronous client with two ways to reach memory and the same
 methods either way:
 
 - ``MemoryClient.in_process(service, tenant_id)`` calls a
-  ``jobs.serve.memory_service.MemoryService`` directly (an agent living in the same
+  ``MemoryService`` (``from memstream import MemoryService``;
+  ``MemoryService.from_settings()``) directly (an agent living in the same
   process as memstream, tests, benchmarks);
 - ``MemoryClient.over_http(base_url, api_key)`` calls the HTTP API
   (``memstream serve``); the API key decides the tenant.

@@ -16,6 +16,7 @@ import logging
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 import redis
 
@@ -39,11 +40,27 @@ class StoreUnavailable(RuntimeError):
     """A store without a fallback (working memory) could not be written; retry the batch."""
 
 
+class OperationSpool(Protocol):
+    """Where a store's operations wait while it is down or slow (``RedisSpool``)."""
+
+    def spool(self, ops: Sequence[MemoryOperation]) -> None:
+        """Append operations at the end of the spool."""
+        ...
+
+    def spool_depth(self) -> int:
+        """How many operations wait."""
+        ...
+
+    def drain(self, apply: Callable[[list[MemoryOperation]], None], batch_size: int = ...) -> int:
+        """Feed the spool to ``apply`` oldest first; stop (keeping the rest) when it raises."""
+        ...
+
+
 @dataclass
 class Fallback:
     """A store's spool and the policy deciding when it is used."""
 
-    spool: RedisSpool
+    spool: OperationSpool
     policy: StorePolicy
 
 
