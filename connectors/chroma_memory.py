@@ -49,14 +49,10 @@ from connectors.chroma_episodes import (
     user_episodes,
 )
 from connectors.embedding import MiniLMEmbeddingFunction
-from connectors.protocols import (
-    DEFAULT_CHUNK_SIZE,
-    DEFAULT_LATENCY_BUDGET_S,
-    BatchingSink,
-    SearchHit,
-)
+from connectors.protocols import DEFAULT_CHUNK_SIZE, DEFAULT_LATENCY_BUDGET_S, BatchingSink
 from connectors.redis_memory import ErasureAudit
 from schemas.episodes import Episode
+from schemas.hits import SearchHit
 from schemas.memory import MemoryRecord, Tier
 from schemas.ops import MemoryOperation, OpType
 

@@ -35,7 +35,7 @@ from jobs.cli.publish import EXIT_BAD_LINES, EXIT_BROKER, EXIT_USAGE, publish_li
 from jobs.ops.pipeline_run import Engine, PipelineFailed, run_until_applied
 from memstream.data import sample_dir
 from memstream.settings import Settings, get_settings
-from schemas.topics import INPUT_TOPICS, MEMORY_DLQ
+from schemas.topics import INPUT_TOPICS, MEMORY_DLQ, Topics
 
 if TYPE_CHECKING:
     from infra import StartReport
@@ -84,26 +84,27 @@ def publish_sample(
     """
     kafka = settings.kafka
     watched = (*INPUT_TOPICS, MEMORY_DLQ)
+    topics = Topics(namespace)
     # Records written before this run stay on the topics; count only ours.
-    start = {topic: end_offsets(kafka.bootstrap, namespace + topic) for topic in watched}
+    start = {topic: end_offsets(kafka.bootstrap, topics.name(topic)) for topic in watched}
     producer = KeyedProducer(
         kafka.bootstrap, client_id="memstream-run", max_message_bytes=kafka.max_message_bytes
     )
-    dead_letters = DeadLetterPublisher(producer, topic=namespace + MEMORY_DLQ)
+    dead_letters = DeadLetterPublisher(producer, topic=topics.dlq)
     reports = {}
     for topic in INPUT_TOPICS:
         with (sample_dir / f"{topic}.jsonl").open("rb") as lines:
             reports[topic] = publish_lines(
-                lines, topic, producer, dead_letters, target=namespace + topic
+                lines, topic, producer, dead_letters, target=topics.name(topic)
             )
     producer.flush()
     counts = []
     for topic in watched:
-        records = read_topic(kafka.bootstrap, namespace + topic, start=start[topic])
+        records = read_topic(kafka.bootstrap, topics.name(topic), start=start[topic])
         report = reports.get(topic)
         counts.append(
             TopicCount(
-                topic=namespace + topic,
+                topic=topics.name(topic),
                 published=report.published if report else dead_letters.sent,
                 dead_lettered=report.dead_lettered if report else 0,
                 read_back=len(records),

@@ -18,8 +18,9 @@ from rich.console import Group
 from rich.text import Text
 from rich.tree import Tree
 
-from connectors.protocols import EpisodicReader, SearchHit, SemanticReader, WorkingMemoryReader
+from connectors.protocols import EpisodicReader, SemanticReader, WorkingMemoryReader
 from schemas._base import Scalar
+from schemas.hits import SearchHit
 from schemas.memory import Polarity
 from schemas.ops import WorkingTurn
 

@@ -38,7 +38,7 @@ import numpy as np
 from pydantic import TypeAdapter
 
 from connectors.kafka_io import KeyedProducer
-from connectors.protocols import EpisodicReader, SearchHit, SemanticReader, WorkingMemoryReader
+from connectors.protocols import EpisodicReader, SemanticReader, WorkingMemoryReader
 from connectors.redis_memory import ErasureRecord
 from jobs.stores import open_stores
 from memstream.settings import Settings, get_settings
@@ -49,6 +49,7 @@ from pipelines.encode.combine import W_TEXT
 from pipelines.recall import Candidate, RecallWeights, rank, render_statement, to_hit
 from schemas._base import Identifier
 from schemas.events import ActionType, UserAction
+from schemas.hits import SearchHit
 from schemas.memory import MemoryKind, MemoryState, Polarity, Tier
 from schemas.query import (
     ActionReceipt,

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 from datetime import UTC, datetime, timedelta
 
-from connectors.protocols import SearchHit
 from jobs.ops.trace import OpSighting, Trace
 from jobs.ops.trace_decisions import Decisions, Match
 from jobs.ops.trace_render import latest_record, render_text, superseded_by, to_json
@@ -13,6 +12,7 @@ from jobs.ops.trace_source import SourceFetch
 from pipelines.parse import Intent, ParsedSentence, ParsedTurn
 from schemas.events import Role
 from schemas.facts import ExtractedFact, Span
+from schemas.hits import SearchHit
 from schemas.lineage import SourceLineage
 from schemas.memory import MemoryKind, MemoryRecord, Polarity, ReviewOutcome, ReviewStage, Tier
 from schemas.ops import MemoryOperation, OpType
