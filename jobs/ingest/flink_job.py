@@ -96,7 +96,7 @@ from infra.flink_jars import connector_jars
 from jobs.ingest.metrics import observe_batch, time_stage
 from jobs.ingest.stages import load_pipeline, run_batch
 from jobs.metrics_endpoint import serve_metrics
-from memstream.settings import Settings
+from memstream.settings import FlinkSettings, Settings
 from pipelines.ingest import IngestPipeline, IngestResult, SourceRecord
 from pipelines.review import UserMemoryState
 from pipelines.route import outputs
@@ -118,12 +118,17 @@ _OUTPUT_TYPE = Types.ROW_NAMED(
 )
 
 
+# The defaults of a bare construction: the settings' own (one place for them).
+_FLINK = FlinkSettings()
+_FLINK_TUNABLES = {"group_id", "checkpoint_interval_s", "parallelism", "transaction_timeout_s"}
+
+
 @dataclass(frozen=True)
 class FlinkOptions:
-    """How the job runs; ``from_settings`` fills the addresses from the settings object.
+    """How the job runs; ``from_settings`` fills it from the settings object.
 
-    Until memstream/settings.py has a ``flink`` section, the tunables live here
-    with their defaults.
+    The tunables are the settings' ``flink`` section (memstream/settings.py
+    documents them); a bare construction gets that section's defaults.
     """
 
     bootstrap: str
@@ -131,29 +136,17 @@ class FlinkOptions:
     max_message_bytes: int
     jars: tuple[str, ...] = ()
     namespace: str = ""
-    # Its own group: the Faust worker's group may consume the same topics.
-    group_id: str = "memstream-ingest-flink"
-    # docs/guarantees.md: a checkpoint (and so a committed transaction) every 30 s.
-    checkpoint_interval_s: float = 30.0
-    # 2 shared cores (docs/dependencies.md, PyFlink): one subtask keeps a core for Kafka.
-    parallelism: int = 1
-    # Must not exceed the broker's transaction.max.timeout.ms (1 h locally);
-    # it only has to outlive a checkpoint plus a restart. 15 min lets the broker
-    # abort a dead job's open transaction long before the 1 h ceiling.
-    transaction_timeout_s: int = 15 * 60
+    group_id: str = _FLINK.group_id
+    checkpoint_interval_s: float = _FLINK.checkpoint_interval_s
+    parallelism: int = _FLINK.parallelism
+    transaction_timeout_s: int = _FLINK.transaction_timeout_s
     resume: bool = False
     until_end: bool = False
 
     @classmethod
     def from_settings(cls, settings: Settings, **overrides: Any) -> FlinkOptions:
         """Addresses, jars and tunables from the settings; ``overrides`` win."""
-        flink = settings.flink
-        params: dict[str, Any] = {
-            "group_id": flink.group_id,
-            "checkpoint_interval_s": flink.checkpoint_interval_s,
-            "parallelism": flink.parallelism,
-            "transaction_timeout_s": flink.transaction_timeout_s,
-        }
+        params: dict[str, Any] = settings.flink.model_dump(include=_FLINK_TUNABLES)
         params.update(overrides)
         return cls(
             bootstrap=settings.kafka.bootstrap,

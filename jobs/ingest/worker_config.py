@@ -12,41 +12,34 @@ from pathlib import Path
 from typing import Any
 
 from connectors import kafka_admin
-from memstream.settings import Settings
+from memstream.settings import IngestSettings, Settings
 from schemas.topics import INPUT_TOPICS, OUTPUT_TOPICS, Topics
+
+# The defaults of a bare construction: the settings' own (one place for them).
+_INGEST = IngestSettings()
+_TUNABLES = {"group_id", "batch_size", "batch_within_s"}
 
 
 @dataclass(frozen=True)
 class WorkerConfig:
     """What the worker needs; ``from_settings`` fills it from the settings object.
 
-    The defaults below are the fallbacks of a bare construction (tests);
-    ``from_settings`` takes them from the settings' ``ingest`` section.
+    The tunables are the settings' ``ingest`` section (memstream/settings.py
+    documents them); a bare construction (tests) gets that section's defaults.
     """
 
     bootstrap: str
     data_dir: Path
     max_message_bytes: int
     namespace: str = ""
-    group_id: str = "memstream-ingest"
-    # 64 turns fill one spaCy ``pipe`` batch and one MiniLM batch well (both
-    # several times faster per item batched, pipelines/ingest.py); measured
-    # here: 40 turns in 1.3-1.6 s on the 2 shared cores at load ~10, so a full
-    # batch stays a few seconds, far inside every Kafka timeout.
-    batch_size: int = 64
-    # How long a partial batch waits for more records: bounds the added
-    # latency at low rates (docs/architecture.md: p95 <= 800 ms end to end).
-    batch_within_s: float = 0.02
+    group_id: str = _INGEST.group_id
+    batch_size: int = _INGEST.batch_size
+    batch_within_s: float = _INGEST.batch_within_s
 
     @classmethod
     def from_settings(cls, settings: Settings, **overrides: Any) -> WorkerConfig:
         """Addresses and tunables from the settings; ``overrides`` win."""
-        ingest = settings.ingest
-        params: dict[str, Any] = {
-            "group_id": ingest.group_id,
-            "batch_size": ingest.batch_size,
-            "batch_within_s": ingest.batch_within_s,
-        }
+        params: dict[str, Any] = settings.ingest.model_dump(include=_TUNABLES)
         params.update(overrides)
         return cls(
             bootstrap=settings.kafka.bootstrap,
