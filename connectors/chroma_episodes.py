@@ -11,24 +11,14 @@ an outdated mark is a metadata update.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
 import chromadb
 
-from schemas.episodes import Episode
+from schemas.episodes import Episode, StoredEpisode
 
 EPISODES_SUFFIX = "-episodes"
-
-
-@dataclass(frozen=True)
-class StoredEpisode:
-    """An episode as read back: the model, whether it is outdated, and its vector."""
-
-    episode: Episode
-    outdated: bool
-    vector: list[float] | None
 
 
 def _metadata(episode: Episode, outdated: bool) -> dict[str, Any]:

@@ -43,7 +43,6 @@ from chromadb.errors import ChromaError, NotFoundError
 
 from connectors.chroma_episodes import (
     EPISODES_SUFFIX,
-    StoredEpisode,
     outdate_episodes,
     upsert_episodes,
     user_episodes,
@@ -51,7 +50,7 @@ from connectors.chroma_episodes import (
 from connectors.embedding import MiniLMEmbeddingFunction
 from connectors.protocols import DEFAULT_CHUNK_SIZE, DEFAULT_LATENCY_BUDGET_S, BatchingSink
 from connectors.redis_memory import ErasureAudit
-from schemas.episodes import Episode
+from schemas.episodes import Episode, StoredEpisode
 from schemas.hits import SearchHit
 from schemas.memory import MemoryRecord, Tier
 from schemas.ops import MemoryOperation, OpType

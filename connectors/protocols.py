@@ -25,6 +25,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, ClassVar, Protocol, runtime_checkable
 
 from schemas._base import Scalar
+from schemas.episodes import StoredEpisode
 from schemas.hits import SearchHit
 from schemas.memory import MemoryKind, Tier
 from schemas.ops import MemoryOperation, WorkingTurn
@@ -215,6 +216,14 @@ class EpisodicReader(Protocol):
 
     def chain(self, tenant_id: str, user_id: str, subject: str, predicate: str) -> list[SearchHit]:
         """Every version of one (subject, predicate), oldest first."""
+        ...
+
+    def user_facts(self, tenant_id: str, user_id: str) -> list[tuple[SearchHit, list[float]]]:
+        """Every live fact version of the user with its stored vector."""
+        ...
+
+    def user_episodes(self, tenant_id: str, user_id: str) -> list[StoredEpisode]:
+        """Every episode of the user, oldest first, with its vector."""
         ...
 
 

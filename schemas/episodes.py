@@ -10,6 +10,7 @@ so a question in other words than the turn still meets it (docs/recall.md).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime
 
 from pydantic import Field
@@ -55,3 +56,12 @@ class Episode(Frozen):
             return said
         asker = "user" if self.context_role is Role.USER else "agent"
         return f"{asker}: {self.context} / {said}"
+
+
+@dataclass(frozen=True)
+class StoredEpisode:
+    """An episode as a store reads it back: whether it is outdated, and its vector."""
+
+    episode: Episode
+    outdated: bool
+    vector: list[float] | None

@@ -6,14 +6,11 @@ Writes never touch a store: confirm, reject, store and forget publish a
 ``UserAction`` to ``user.actions`` and return where it went, so the ingest
 pipeline stays the single writer of memory (docs/architecture.md).
 
-Recall reads three tiers and hands plain candidates to ``pipelines.recall``:
-
-- episodic (Chroma): the CHROMA_POOL nearest versions, with Chroma's cosine;
-- semantic (Neo4j): every version that held at ``as_of``, scored by MiniLM on
-  its statement scaled by the combined vector's text weight (the encode
-  README: query-to-item cosine is ~W_TEXT x the text cosine), so both tiers
-  score on one scale;
-- working (Redis): the items pending confirmation, flagged ``pending``.
+Recall ranks every item the user has (jobs/serve/recall_items.py builds a
+``pipelines.recall_index.UserIndex`` from the tiers): the episodic tier's fact
+versions and episodes (Chroma), the semantic tier's facts (Neo4j) and the
+items pending confirmation (Redis, flagged ``pending``), with one hybrid score
+(0.6 vector + 0.3 BM25/exact + 0.1 time, docs/recall.md).
 
 Forgets are audited: ``erasures(tenant)`` lists what each store removed per
 erase event, without content.
@@ -40,13 +37,14 @@ from pydantic import TypeAdapter
 from connectors.kafka_io import KeyedProducer
 from connectors.protocols import EpisodicReader, SemanticReader, WorkingMemoryReader
 from connectors.redis_memory import ErasureRecord
+from jobs.serve.recall_items import build_items, to_hits
 from jobs.stores import open_stores
 from memstream.settings import Settings, get_settings
 from pipelines.actions import action_facts
 from pipelines.context import render_context
 from pipelines.encode import Encoder
-from pipelines.encode.combine import W_TEXT
-from pipelines.recall import Candidate, RecallWeights, rank, render_statement, to_hit
+from pipelines.recall import RecallWeights, query_values, render_statement, to_hit
+from pipelines.time_focus import time_focus
 from schemas._base import Identifier
 from schemas.events import ActionType, UserAction
 from schemas.hits import SearchHit
@@ -213,73 +211,37 @@ class MemoryService:
         at = as_of or self.clock()
         wanted = set(tiers) if tiers is not None else set(Tier)
         query_vector = np.asarray(self.stores.embedder.embed_texts([query])[0], dtype=np.float32)
-        candidates: list[Candidate] = []
-        if Tier.EPISODIC in wanted:
-            found = self._episodic(
-                tenant_id, user_id, query_vector, k, at, filters, include_history
-            )
-            candidates += [Candidate(hit, hit.score or 0.0) for hit in found]
-        others: list[tuple[SearchHit, MemoryState]] = []
-        if Tier.SEMANTIC in wanted:
-            kinds = filters.kinds if filters else None
-            facts = self.stores.neo4j.facts_as_of(tenant_id, user_id, at, kinds)
-            others += [(hit, MemoryState.COMMITTED) for hit in facts]
-        if Tier.WORKING in wanted:
-            pending = self.stores.redis.pending(tenant_id, user_id, at)
-            others += [(hit, MemoryState.PENDING) for hit in pending]
-        similarity = self._similarity(query_vector, [hit for hit, _ in others])
-        candidates += [
-            Candidate(hit, score, state)
-            for (hit, state), score in zip(others, similarity, strict=True)
-        ]
-        return rank(
+        episodic = Tier.EPISODIC in wanted
+        items = build_items(
+            chroma_facts=self.stores.chroma.user_facts(tenant_id, user_id) if episodic else [],
+            semantic_facts=(
+                self.stores.neo4j.facts_as_of(
+                    tenant_id, user_id, at, filters.kinds if filters else None
+                )
+                if Tier.SEMANTIC in wanted
+                else []
+            ),
+            pending=self.stores.redis.pending(tenant_id, user_id, at)
+            if Tier.WORKING in wanted
+            else [],
+            episodes=self.stores.chroma.user_episodes(tenant_id, user_id) if episodic else [],
+            embed=self._statement_vectors,
+            filters=filters,
+            dim=len(query_vector),
+        )
+        w = self.weights
+        ranked = items.index.search(
             query,
-            candidates,
+            query_vector,
             at=at,
             k=k,
-            weights=self.weights,
-            filters=filters,
+            weights=(w.vector, w.keyword, w.time),
+            focus=time_focus(query, at),
+            exact_keys=frozenset(query_values(query)),
             include_history=include_history,
+            session_id=filters.session_id if filters else None,
         )
-
-    def _episodic(
-        self,
-        tenant_id: str,
-        user_id: str,
-        query_vector: np.ndarray[Any, Any],
-        k: int,
-        at: datetime,
-        filters: RecallFilters | None,
-        include_history: bool,
-    ) -> list[SearchHit]:
-        """Chroma's nearest versions; validity is checked by ranking, not by Chroma.
-
-        Chroma pre-filters on metadata row by row, so each range condition costs
-        time in proportion to the user's items (benchmarks/bench_recall.py, 10k
-        items on the shared 2-core machine: recall p50 614 ms with the three
-        validity ranges, 374 ms without). The pool is read without them; only
-        when fewer than ``k`` of a full pool hold at ``at`` (the nearest are
-        mostly closed versions) is it read again with them.
-        """
-        pool = max(POOL_FACTOR * k, POOL_MIN)
-
-        def nearest(valid_at: datetime | None) -> list[SearchHit]:
-            return self.stores.chroma.query(
-                tenant_id,
-                user_id,
-                embedding=query_vector.tolist(),
-                k=pool,
-                at=valid_at,
-                session_id=filters.session_id if filters else None,
-                tags=_chroma_tags(filters),
-            )
-
-        found = nearest(None)
-        if include_history or len(found) < pool:
-            return found
-        if sum(hit.is_current(at) for hit in found) >= k:
-            return found
-        return nearest(at)
+        return to_hits(items, ranked)
 
     def context(self, tenant_id: str, user_id: str, query: str, k: int = 10) -> str:
         """The prompt-ready memory block for ``query`` (``pipelines.context``)."""
@@ -414,8 +376,8 @@ class MemoryService:
             target_id=action.target_id,
         )
 
-    def _similarity(self, query: np.ndarray[Any, Any], hits: Sequence[SearchHit]) -> list[float]:
-        """W_TEXT x cosine of the query and each hit's statement (vectors cached by id)."""
+    def _statement_vectors(self, hits: Sequence[SearchHit]) -> list[np.ndarray[Any, Any]]:
+        """MiniLM of each hit's statement, cached by fact id and statement."""
         with self._lock:
             keys = [f"{h.fact_id}\x1f{render_statement(h)}" for h in hits]
             missing = list(dict.fromkeys(key for key in keys if key not in self._vectors))
@@ -423,13 +385,13 @@ class MemoryService:
                 texts = [key.split("\x1f", 1)[1] for key in missing]
                 for key, vec in zip(missing, self.stores.embedder.embed_texts(texts), strict=True):
                     self._vectors[key] = np.asarray(vec, dtype=np.float32)
-            scores = []
+            vectors = []
             for key in keys:
                 self._vectors.move_to_end(key)
-                scores.append(W_TEXT * float(query @ self._vectors[key]))
+                vectors.append(self._vectors[key])
             while len(self._vectors) > VECTOR_CACHE_SIZE:
                 self._vectors.popitem(last=False)
-        return scores
+        return vectors
 
 
 def _chroma_tags(filters: RecallFilters | None) -> dict[str, str] | None:

@@ -1,0 +1,163 @@
+"""What recall ranks for one user: every fact version and episode, as index items.
+
+``MemoryService.recall`` reads the tiers, turns what it read into
+``pipelines.recall_index`` items with their vectors, and maps the ranked items
+back to ``RecallHit``s. The stores stay the source of truth: an index is built
+from them (``UserIndex``) and can be rebuilt at any time.
+
+- Chroma facts come with their stored (combined) vector, ~0.8 × the text
+  vector (pipelines/encode/combine.py), so their cosine is scaled by 1 / 0.8;
+- Neo4j facts that Chroma does not hold and pending items (Redis) get MiniLM of
+  their statement (the caller's cache);
+- episodes come with the MiniLM vector of their search text.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from pipelines.encode.combine import W_TEXT
+from pipelines.encode.hashing import field_features, hash_feature_lists
+from pipelines.recall import passes, to_hit
+from pipelines.recall_index import IndexItem, ItemKind, Scored, UserIndex
+from schemas.episodes import StoredEpisode
+from schemas.hits import SearchHit
+from schemas.memory import MemoryKind, MemoryState, Polarity, Tier
+from schemas.query import RecallFilters, RecallHit, ScoreBreakdown
+
+# The statement-vector function of the caller (MiniLM, cached by fact id).
+Embed = Callable[[Sequence[SearchHit]], list[np.ndarray]]
+
+
+@dataclass
+class UserItems:
+    """One user's index and what each of its items is, to build the hits from."""
+
+    index: UserIndex
+    facts: dict[str, tuple[SearchHit, MemoryState]] = field(default_factory=dict)
+    episodes: dict[str, StoredEpisode] = field(default_factory=dict)
+
+
+def _exact_keys(hit: SearchHit) -> frozenset[int]:
+    (keys,) = hash_feature_lists([field_features({"object": hit.object})])
+    return frozenset(keys)
+
+
+def _fact_item(hit: SearchHit, *, pending: bool, scale: float, source: str | None) -> IndexItem:
+    return IndexItem(
+        item_id=hit.fact_id,
+        kind=ItemKind.FACT,
+        text=f"{hit.statement()} {hit.predicate.replace('_', ' ')} {hit.object}",
+        at=hit.valid_from,
+        valid_until=hit.valid_until,
+        expires_at=hit.expires_at,
+        pending=pending,
+        source_id=source,
+        session_id=hit.session_id,
+        exact_keys=_exact_keys(hit),
+        scale=scale,
+    )
+
+
+def build_items(
+    *,
+    chroma_facts: Sequence[tuple[SearchHit, Sequence[float]]],
+    semantic_facts: Sequence[SearchHit],
+    pending: Sequence[SearchHit],
+    episodes: Sequence[StoredEpisode],
+    embed: Embed,
+    filters: RecallFilters | None,
+    dim: int = 384,
+) -> UserItems:
+    """The user's index over everything the tiers returned (filters applied first)."""
+    items = UserItems(UserIndex(dim))
+    source_of: dict[str, str] = {}
+    for stored in episodes:
+        for fact_id in stored.episode.fact_ids:
+            source_of[fact_id] = stored.episode.episode_id
+    fact_filters = filters is not None and (bool(filters.tags) or filters.kinds is not None)
+    for stored in episodes:
+        episode = stored.episode
+        if fact_filters or stored.vector is None or len(stored.vector) != dim:
+            continue  # tag and kind filters are about facts; an episode has neither
+        if filters is not None and filters.session_id and episode.session_id != filters.session_id:
+            continue
+        if filters is not None and filters.since is not None and episode.ts < filters.since:
+            continue
+        if filters is not None and filters.until is not None and episode.ts >= filters.until:
+            continue
+        item = IndexItem(
+            item_id=episode.episode_id,
+            kind=ItemKind.EPISODE,
+            text=episode.search_text(),
+            at=episode.ts,
+            outdated=stored.outdated,
+            session_id=episode.session_id,
+        )
+        items.index.upsert(item, np.asarray(stored.vector, dtype=np.float32))
+        items.episodes[episode.episode_id] = stored
+    unembedded: list[SearchHit] = []
+    for hit, stored_vector in chroma_facts:
+        if not passes(hit, filters):
+            continue
+        if len(stored_vector) != dim:  # stored without a vector of the query's space
+            unembedded.append(hit)
+            continue
+        item = _fact_item(hit, pending=False, scale=1.0 / W_TEXT, source=source_of.get(hit.fact_id))
+        items.index.upsert(item, np.asarray(stored_vector, dtype=np.float32))
+        items.facts[hit.fact_id] = (hit, MemoryState.COMMITTED)
+    others = [(h, MemoryState.COMMITTED) for h in unembedded]
+    others += [(h, MemoryState.COMMITTED) for h in semantic_facts if h.fact_id not in items.facts]
+    others += [(h, MemoryState.PENDING) for h in pending if h.fact_id not in items.facts]
+    others = list({h.fact_id: (h, st) for h, st in others if passes(h, filters)}.values())
+    for (hit, state), vector in zip(others, embed([h for h, _ in others]), strict=True):
+        pending_item = state is MemoryState.PENDING
+        item = _fact_item(hit, pending=pending_item, scale=1.0, source=source_of.get(hit.fact_id))
+        items.index.upsert(item, vector)
+        items.facts[hit.fact_id] = (hit, state)
+    return items
+
+
+def episode_hit(stored: StoredEpisode, score: ScoreBreakdown | None) -> RecallHit:
+    """An episode as a recall hit: what was said, by whom, with its lineage."""
+    episode = stored.episode
+    return RecallHit(
+        hit_kind="episode",
+        fact_id=episode.episode_id,
+        chain_id=episode.episode_id,
+        statement=episode.document(),
+        subject=episode.role.value,
+        predicate="said",
+        object=episode.text,
+        polarity=Polarity.AFFIRMED,
+        kind=MemoryKind.FACT,
+        tier=Tier.EPISODIC,
+        score=score,
+        version=1,
+        valid_from=episode.ts,
+        session_id=episode.session_id,
+        lineage=episode.lineage,
+        outdated=stored.outdated,
+    )
+
+
+def to_hits(items: UserItems, ranked: Sequence[Scored]) -> list[RecallHit]:
+    """The ranked items as recall hits, facts carrying their source turn."""
+    hits = []
+    for scored in ranked:
+        score = ScoreBreakdown(
+            vector=scored.vector, keyword=scored.keyword, time=scored.time, total=scored.total
+        )
+        if scored.item.kind is ItemKind.EPISODE:
+            hits.append(episode_hit(items.episodes[scored.item.item_id], score))
+            continue
+        fact, state = items.facts[scored.item.item_id]
+        hit = to_hit(fact, score=score, state=state)
+        source = items.episodes.get(scored.source.item_id) if scored.source else None
+        if source is not None:
+            hit = hit.model_copy(update={"source": source.episode.document()})
+        hits.append(hit)
+    return hits
