@@ -165,7 +165,14 @@ class Neo4jMemory(BatchingSink):
         **kwargs: Any,
     ) -> Neo4jMemory:
         """A writer on a new driver for ``uri`` (``bolt://host:port``)."""
-        driver = neo4j.GraphDatabase.driver(uri, auth=auth, max_transaction_retry_time=retry_time_s)
+        # Notifications off: on an empty graph every read names each label and
+        # property "not existing yet" as a warning, one log line per query.
+        driver = neo4j.GraphDatabase.driver(
+            uri,
+            auth=auth,
+            max_transaction_retry_time=retry_time_s,
+            notifications_min_severity="OFF",
+        )
         return cls(driver, **kwargs)
 
     def close(self) -> None:
