@@ -26,6 +26,7 @@ from memstream.settings import Settings
 from schemas.topics import MEMORY_OPS
 
 USERS = ("ana", "bo")
+KEY = "k-chroma-server-test-0001"
 
 
 @pytest.fixture
@@ -66,13 +67,13 @@ def test_the_api_reads_what_the_sink_wrote_to_the_chroma_server(
     assert on_server == stream.fact_versions()
 
     service = MemoryService.from_settings(server_settings, namespace=store_ns)
-    app = create_app(service, ApiKeyring({"k-test": stream.tenant}))
+    app = create_app(service, ApiKeyring({KEY: stream.tenant}))
     with TestClient(app) as client:
         read: set[str] = set()
         for user in USERS:
             response = client.post(
                 f"/v1/users/{user}/recall",
-                headers={"X-API-Key": "k-test"},
+                headers={"X-API-Key": KEY},
                 json={
                     "query": "what does the customer prefer",
                     "k": MAX_K,
