@@ -10,11 +10,12 @@ an outdated mark is a metadata update.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
 import chromadb
+import numpy as np
 
 from schemas.episodes import Episode, StoredEpisode
 
@@ -28,13 +29,21 @@ def _metadata(episode: Episode, outdated: bool) -> dict[str, Any]:
         "role": episode.role.value,
         "ts": episode.ts.timestamp(),
         "outdated": outdated,
-        # The whole model: the read side needs every field back exactly.
-        "episode": episode.model_dump_json(),
+        # The whole model but its vector (stored as the embedding): read back whole.
+        "episode": episode.model_dump_json(exclude={"vector"}),
     }
 
 
-def upsert_episodes(collection: chromadb.Collection, episodes: Sequence[Episode]) -> None:
-    """Write episodes (last one wins per id); a stored one keeps its outdated mark."""
+def upsert_episodes(
+    collection: chromadb.Collection,
+    episodes: Sequence[Episode],
+    embed: Callable[[list[str]], Sequence[Any]],
+) -> None:
+    """Write episodes (last one wins per id); a stored one keeps its outdated mark.
+
+    An episode without a vector (an old operation, a producer of its own) is
+    embedded with ``embed`` from its turn text, as the encode stage would.
+    """
     latest = {e.episode_id: e for e in episodes}
     if not latest:
         return
@@ -44,8 +53,12 @@ def upsert_episodes(collection: chromadb.Collection, episodes: Sequence[Episode]
         i: bool(m.get("outdated"))
         for i, m in zip(found["ids"], found["metadatas"] or [], strict=True)
     }
+    missing = [i for i in ids if not latest[i].vector]
+    computed = dict(zip(missing, embed([latest[i].text for i in missing]), strict=True))
+    vectors = [np.asarray(latest[i].vector or computed[i], dtype=np.float32) for i in ids]
     collection.upsert(
         ids=ids,
+        embeddings=np.vstack(vectors),
         metadatas=[_metadata(latest[i], outdated.get(i, False)) for i in ids],
         documents=[latest[i].search_text() for i in ids],
     )

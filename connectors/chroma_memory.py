@@ -314,7 +314,7 @@ class ChromaMemory(BatchingSink):
                 outdated.append(op.target_fact_id)
         for tenant_id, (written, outdated) in by_tenant.items():
             collection = self.episodes(tenant_id)
-            upsert_episodes(collection, written)
+            upsert_episodes(collection, written, self.embedding_function)
             outdate_episodes(collection, outdated)
 
     def _apply(self, ops: Sequence[MemoryOperation]) -> None:

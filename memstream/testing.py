@@ -39,6 +39,7 @@ from connectors.redis_memory import (
     _hold_reason,
 )
 from schemas._base import Scalar
+from schemas.episodes import StoredEpisode
 from schemas.events import UserAction
 from schemas.memory import MemoryKind, MemoryRecord, Tier
 from schemas.ops import MemoryOperation, OpType, WorkingTurn
@@ -155,11 +156,75 @@ def _cosine(a: Sequence[float], b: Sequence[float]) -> float:
     return dot / norm if norm else 0.0
 
 
+def hashed_text_vector(text: str, dim: int = 384) -> list[float]:
+    """A deterministic bag-of-words unit vector: the in-memory stand-in for MiniLM."""
+    vector = [0.0] * dim
+    for word in text.casefold().split():
+        digest = hashlib.blake2b(word.strip(".,;:!?\"'()").encode(), digest_size=4).digest()
+        vector[int.from_bytes(digest, "big") % dim] += 1.0
+    norm = math.sqrt(sum(x * x for x in vector))
+    return [x / norm for x in vector] if norm else vector
+
+
 class InMemoryEpisodic(_Versions):
-    """The episodic tier (``EpisodicReader``): every version, searched by exact cosine."""
+    """The episodic tier (``EpisodicReader``): versions and episodes, searched by exact cosine.
+
+    An episode keeps the vector its operation carries; one without is embedded
+    by ``embed`` (default: ``hashed_text_vector``), as Chroma embeds it with MiniLM.
+    """
 
     tier = Tier.EPISODIC
     store_name = "chroma"
+
+    def __init__(
+        self,
+        *,
+        embed: Callable[[str], list[float]] = hashed_text_vector,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        self.embed = embed
+        self.episodes: dict[tuple[str, str], StoredEpisode] = {}
+
+    def _apply_one(self, op: MemoryOperation) -> None:
+        if op.op_type is OpType.UPSERT_EPISODE and op.episode is not None:
+            key = (op.tenant_id, op.episode.episode_id)
+            old = self.episodes.get(key)
+            vector = op.episode.vector or self.embed(op.episode.text)
+            self.episodes[key] = StoredEpisode(op.episode, bool(old and old.outdated), vector)
+        elif op.op_type is OpType.OUTDATE_EPISODE and op.target_fact_id:
+            key = (op.tenant_id, op.target_fact_id)
+            if key in self.episodes:
+                stored = self.episodes[key]
+                self.episodes[key] = StoredEpisode(stored.episode, True, stored.vector)
+        else:
+            if op.op_type is OpType.ERASE_USER:
+                for key in [
+                    k
+                    for k, e in self.episodes.items()
+                    if k[0] == op.tenant_id and e.episode.user_id == op.user_id
+                ]:
+                    del self.episodes[key]
+            super()._apply_one(op)
+
+    def user_facts(self, tenant_id: str, user_id: str) -> list[tuple[SearchHit, list[float]]]:
+        """Every version of the user with its combined vector (empty when it has none)."""
+        return [
+            (
+                SearchHit.from_record(r, self.tier),
+                list(r.encoding.combined) if r.encoding and r.encoding.combined else [],
+            )
+            for r in self._of(tenant_id, user_id)
+        ]
+
+    def user_episodes(self, tenant_id: str, user_id: str) -> list[StoredEpisode]:
+        """Every episode of the user, oldest first."""
+        found = [
+            e
+            for (t, _), e in self.episodes.items()
+            if t == tenant_id and e.episode.user_id == user_id
+        ]
+        return sorted(found, key=lambda e: (e.episode.ts, e.episode.episode_id))
 
     def query(
         self,

@@ -125,9 +125,11 @@ def is_empty(text: str, previous: str | None) -> bool:
 
 
 def context_for(text: str, previous: str | None) -> str | None:
-    """The previous turn when ``text`` is a short answer to it, else None."""
+    """The previous turn when ``text`` is a short answer to its question or offer, else None."""
     if not previous or len(_WORD.findall(text)) > SHORT_ANSWER_WORDS:
         return None
+    if _ASKS.search(previous) is None:
+        return None  # "Booked for the 29th." after a statement answers nothing
     return previous[-MAX_CONTEXT_CHARS:]
 
 
@@ -139,10 +141,12 @@ def build_episode(
     fact_ids: Sequence[str] = (),
     statements: Sequence[str] = (),
     intent: str | None = None,
+    vector: Sequence[float] | None = None,
 ) -> Episode | None:
     """The episode of one turn, or None when the turn is provably empty.
 
-    ``previous`` is the (role, text) of the session's turn before this one.
+    ``previous`` is the (role, text) of the session's turn before this one;
+    ``vector`` is MiniLM of the turn's text (the encode stage's).
     """
     text = " ".join(event.text.split())
     before = previous[1] if previous is not None else None
@@ -164,6 +168,7 @@ def build_episode(
         intent=intent,
         ts=event.ts,
         lineage=lineage,
+        vector=list(vector) if vector is not None else None,
     )
 
 
@@ -174,6 +179,7 @@ def episode_ops(
     reviewed: Sequence[MemoryOperation],
     *,
     intent: str | None = None,
+    vector: Sequence[float] | None = None,
 ) -> list[MemoryOperation]:
     """The turn's episode and the earlier episodes its facts outdate, as operations.
 
@@ -195,6 +201,7 @@ def episode_ops(
         fact_ids=[r.fact_id for r in said],
         statements=[r.statement() for r in said],
         intent=intent,
+        vector=vector,
     )
     state.put_last_turn(event.session_id, event.role.value, " ".join(event.text.split()))
     decisions: list[Decision] = [WriteEpisode(episode)] if episode is not None else []

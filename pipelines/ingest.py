@@ -79,7 +79,11 @@ class IngestResult:
 
 
 class FactEncoder(Protocol):
-    def encode(self, facts: Sequence[ExtractedFact]) -> list[Encoding]: ...
+    def encode_with_texts(
+        self, facts: Sequence[ExtractedFact], texts: Sequence[str]
+    ) -> tuple[Sequence[Encoding | None], list[list[float]]]:
+        """The facts' encodings and the texts' MiniLM vectors (one forward pass)."""
+        ...
 
 
 CrmExtractor = Callable[[CrmWebhook], list[ExtractedFact]]
@@ -137,7 +141,7 @@ class IngestPipeline:
                 lineage = _lineage(result.record, result.event)
                 result.replayed = state_for(result.event.key).already_applied(lineage)
         self._extract(results, state_for)
-        encodings = self._encode(results)
+        encodings, turn_vectors = self._encode(results)
         for result in results:
             if result.event is None or result.dead_letter is not None or result.replayed:
                 continue
@@ -148,7 +152,12 @@ class IngestPipeline:
             if isinstance(result.event, DialogueEvent) and self.episodes:
                 with stage("episodes"):
                     result.ops += episode_ops(
-                        state, result.event, lineage, result.ops, intent=result.intent
+                        state,
+                        result.event,
+                        lineage,
+                        result.ops,
+                        intent=result.intent,
+                        vector=turn_vectors.get(id(result)),
                     )
         return results
 
@@ -224,13 +233,24 @@ class IngestPipeline:
             for session, context in changed.items():
                 state.put_dialogue(session, context.model_dump(mode="json"))
 
-    def _encode(self, results: list[IngestResult]) -> Mapping[int, list[Encoding | None]]:
-        live = [r for r in results if r.dead_letter is None]
+    def _encode(
+        self, results: list[IngestResult]
+    ) -> tuple[Mapping[int, list[Encoding | None]], Mapping[int, list[float]]]:
+        """Each result's fact encodings, and each turn's MiniLM vector (for its episode)."""
+        live = [r for r in results if r.dead_letter is None and not r.replayed]
         flat = [f for r in live for f in r.facts]
+        turns = (
+            [r for r in live if isinstance(r.event, DialogueEvent) and r.event.text.strip()]
+            if self.episodes
+            else []
+        )
+        texts = [r.event.text for r in turns if isinstance(r.event, DialogueEvent)]
         with stage("encode"):
-            with self._timed("encode", len(flat)):
-                vectors = iter(self.encoder.encode(flat))
-            return {id(r): [next(vectors) for _ in r.facts] for r in live}
+            with self._timed("encode", len(flat) + len(texts)):
+                encoded, turn_vectors = self.encoder.encode_with_texts(flat, texts)
+            vectors = iter(encoded)
+            facts = {id(r): [next(vectors) for _ in r.facts] for r in live}
+            return facts, {id(r): v for r, v in zip(turns, turn_vectors, strict=True)}
 
 
 def dead_letter(record: SourceRecord, error: InvalidEvent | StageError) -> DeadLetter:

@@ -42,9 +42,19 @@ class Episode(Frozen):
     intent: str | None = None
     ts: datetime = Field(description="Event time of the turn.")
     lineage: SourceLineage
+    vector: list[float] | None = Field(
+        default=None,
+        description="MiniLM of the turn's own text (the encode stage's); the store embeds "
+        "the text itself when it is missing.",
+    )
 
     def search_text(self) -> str:
-        """What BM25 and the vector index read: context, the turn, the fact statements."""
+        """What BM25 reads: the turn it answers, the turn, the fact statements.
+
+        The vector is of the turn's text alone: measured on the tuned customer-service
+        recall set, adding the context and statements to the vector diluted it
+        (docs/recall.md).
+        """
         parts = [self.context or "", self.text, *self.statements]
         return " ".join(part for part in parts if part)
 

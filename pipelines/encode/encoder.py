@@ -54,12 +54,27 @@ class Encoder:
 
     def encode(self, facts: Sequence[ExtractedFact]) -> list[Encoding]:
         """The encodings of ``facts``, in order, computed as one batch."""
+        return self.encode_with_texts(facts, ())[0]
+
+    def encode_with_texts(
+        self, facts: Sequence[ExtractedFact], texts: Sequence[str]
+    ) -> tuple[list[Encoding], list[list[float]]]:
+        """The facts' encodings and MiniLM vectors of ``texts`` (turns), in one forward pass.
+
+        One MiniLM batch for both: the episodes' turn vectors cost no second
+        model call per batch.
+        """
+        if not facts and not texts:
+            return [], []
+        statements = [statement(f) for f in facts]
+        everything = self._text.embed([*statements, *texts])
+        turn_vectors: list[list[float]] = everything[len(statements) :].tolist()
         if not facts:
-            return []
+            return [], turn_vectors
         hashed = hash_facts(facts)
         triples = [fact_triple(f) for f in facts]
         triple_vectors = self._triples.vectors(triples)
-        text_vectors = self._text.embed([statement(f) for f in facts])
+        text_vectors = everything[: len(statements)]
         negated = np.array([t.negated for t in triples], dtype=np.bool_)
         combined = combine(text_vectors, triple_vectors, negated)
         return [
@@ -71,7 +86,7 @@ class Encoder:
                 model_versions=self.model_versions,
             )
             for row in range(len(facts))
-        ]
+        ], turn_vectors
 
     def embed_texts(self, texts: Sequence[str]) -> list[list[float]]:
         """MiniLM vectors of query texts, in the space of ``Encoding.combined``."""

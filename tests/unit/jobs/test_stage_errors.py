@@ -43,10 +43,12 @@ class Encoder:
     def __init__(self, fail: bool = False) -> None:
         self.fail = fail
 
-    def encode(self, facts: Sequence[ExtractedFact]) -> list[Encoding | None]:
-        if self.fail and facts:
+    def encode_with_texts(
+        self, facts: Sequence[ExtractedFact], texts: Sequence[str]
+    ) -> tuple[list[Encoding | None], list[list[float]]]:
+        if self.fail and (facts or texts):
             raise Boom("no vectors")
-        return [None] * len(facts)
+        return [None] * len(facts), [[1.0]] * len(texts)
 
 
 class RefusingReviewer(Reviewer):
