@@ -5,7 +5,8 @@ Recall ranks every item the user has, not a pool a vector store pre-selected:
     total = 0.6·vector + 0.3·keyword + 0.1·time          (docs/architecture.md, Tiers)
 
 - ``vector``: cosine of the query's MiniLM vector and the item's (a fact's
-  combined vector is ~0.8 × its text vector, ``scale`` undoes that), floored at 0;
+  combined vector is ~0.8 × its text vector, ``scale`` undoes that), floored at
+  0 and divided by the best cosine of this query;
 - ``keyword``: Okapi BM25 (Lucene idf, k1 1.2, b 0.75) over every item's search
   text, divided by the best score of this query, mixed with exact hashed-field
   hits (a phone number, a code) as ``pipelines.recall`` does;
@@ -439,6 +440,14 @@ class UserIndex:
         rough = w_vector * np.clip(cosine, 0.0, 1.0) + w_keyword * (1.0 - EXACT_SHARE) * bm25
         rough = np.where(alive, rough, -1.0)
         shortlist = _top_rows(rough, max(8 * k, 200))
+        # Like BM25, the cosine is taken relative to the best of this query: MiniLM
+        # cosines of related text sit in 0.2-0.6, so raw they leave the time
+        # component (0.1 x up to 1) to decide between turns weeks apart.
+        best_vector = max(
+            (float(cosine[r]) * item.scale for r in shortlist if (item := self._items[r])),
+            default=0.0,
+        )
+        best_vector = best_vector if best_vector > 0 else 1.0
         scored: list[Scored] = []
         for row in shortlist:
             item = self._items[row]
@@ -448,7 +457,7 @@ class UserIndex:
                 continue
             if session_id is not None and item.session_id != session_id:
                 continue
-            vector = min(max(float(cosine[row]) * item.scale, 0.0), 1.0)
+            vector = min(max(float(cosine[row]) * item.scale / best_vector, 0.0), 1.0)
             exact = float(bool(exact_keys and item.exact_keys & exact_keys))
             keyword = (1.0 - EXACT_SHARE) * float(bm25[row]) + EXACT_SHARE * exact
             time = _time(item, at, focus)
