@@ -10,6 +10,7 @@ an outdated mark is a metadata update.
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import Any
@@ -17,9 +18,14 @@ from typing import Any
 import chromadb
 import numpy as np
 
+from pipelines.encode.text import MINILM_DIM
 from schemas.episodes import Episode, StoredEpisode
 
 EPISODES_SUFFIX = "-episodes"
+# A user's revision is a record of its own in the episode collection: it has no
+# "user" key, so user reads never see it. Chroma wants a vector for every
+# record; a fixed unit vector (no zero vector under cosine).
+_REVISION_PREFIX = "rev\x1f"
 
 
 def _metadata(episode: Episode, outdated: bool) -> dict[str, Any]:
@@ -95,3 +101,29 @@ def user_episodes(
 def epoch(value: datetime) -> float:
     """Seconds since the epoch of an aware time (naive times are read as UTC)."""
     return (value if value.tzinfo else value.replace(tzinfo=UTC)).timestamp()
+
+
+def _revision_id(user_id: str) -> str:
+    return _REVISION_PREFIX + user_id
+
+
+def bump_revisions(collection: chromadb.Collection, user_ids: Sequence[str]) -> None:
+    """Give each user a new revision token (after the writes of a batch)."""
+    if not user_ids:
+        return
+    token = uuid.uuid4().hex
+    unit = np.zeros((len(user_ids), MINILM_DIM), np.float32)
+    unit[:, 0] = 1.0
+    collection.upsert(
+        ids=[_revision_id(u) for u in user_ids],
+        embeddings=unit,
+        metadatas=[{"revision_of": u, "revision": token} for u in user_ids],
+        documents=["" for _ in user_ids],
+    )
+
+
+def read_revision(collection: chromadb.Collection, user_id: str) -> str | None:
+    """The user's revision token, or None before any write."""
+    found = collection.get(ids=[_revision_id(user_id)], include=["metadatas"])
+    metas = found["metadatas"] or []
+    return str(metas[0]["revision"]) if metas else None

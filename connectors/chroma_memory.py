@@ -43,7 +43,9 @@ from chromadb.errors import ChromaError, NotFoundError
 
 from connectors.chroma_episodes import (
     EPISODES_SUFFIX,
+    bump_revisions,
     outdate_episodes,
+    read_revision,
     upsert_episodes,
     user_episodes,
 )
@@ -317,7 +319,24 @@ class ChromaMemory(BatchingSink):
             upsert_episodes(collection, written, self.embedding_function)
             outdate_episodes(collection, outdated)
 
+    def revision(self, tenant_id: str, user_id: str) -> str | None:
+        """A token that changes whenever the user's facts or episodes here change.
+
+        Readers that keep the user's items in memory (recall's index) compare
+        it before each read; the writer sets it after each batch it applied.
+        """
+        return read_revision(self.episodes(tenant_id), user_id)
+
     def _apply(self, ops: Sequence[MemoryOperation]) -> None:
+        self._apply_items(ops)
+        touched: dict[str, set[str]] = {}
+        for op in ops:
+            if op.op_type in _REVISED_BY:
+                touched.setdefault(op.tenant_id, set()).add(op.user_id)
+        for tenant_id, users in touched.items():
+            bump_revisions(self.episodes(tenant_id), sorted(users))
+
+    def _apply_items(self, ops: Sequence[MemoryOperation]) -> None:
         facts: dict[tuple[str, str], MemoryRecord] = {}
         episodes: list[MemoryOperation] = []
         for op in ops:
@@ -520,6 +539,18 @@ class ChromaMemory(BatchingSink):
                 tenant_id = str(meta["memstream_tenant"])
                 moved[tenant_id] = self.archive_stale(tenant_id, max_idle=max_idle)
         return moved
+
+
+# The operations that change what ``revision`` guards.
+_REVISED_BY = frozenset(
+    {
+        OpType.UPSERT_FACT,
+        OpType.CLOSE_FACT,
+        OpType.UPSERT_EPISODE,
+        OpType.OUTDATE_EPISODE,
+        OpType.ERASE_USER,
+    }
+)
 
 
 def _merge(earlier: MemoryRecord | None, later: MemoryRecord) -> MemoryRecord:

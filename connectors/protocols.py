@@ -226,6 +226,10 @@ class EpisodicReader(Protocol):
         """Every episode of the user, oldest first, with its vector."""
         ...
 
+    def revision(self, tenant_id: str, user_id: str) -> str | None:
+        """A token that changes whenever the user's facts or episodes change (None: none yet)."""
+        ...
+
 
 @runtime_checkable
 class SemanticReader(Protocol):

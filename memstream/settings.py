@@ -164,6 +164,9 @@ class ApiSettings(_Section):
     keys: dict[str, str] = Field(default_factory=dict, repr=False)
     keys_file: Path | None = None  # a JSON object of key -> tenant
     mcp_key: SecretStr | None = None  # the key `memstream mcp` serves (its tenant)
+    # Rows of per-user recall indexes a serving process keeps in memory (least
+    # recently used users go first): ~1.6 KB a row, so 500k ~ 0.8 GB.
+    recall_cache_items: int = Field(default=500_000, ge=1)
 
 
 class MetricsSettings(_Section):

@@ -185,8 +185,16 @@ class InMemoryEpisodic(_Versions):
         super().__init__(**kwargs)
         self.embed = embed
         self.episodes: dict[tuple[str, str], StoredEpisode] = {}
+        self.revisions: dict[tuple[str, str], int] = {}
+
+    def revision(self, tenant_id: str, user_id: str) -> str | None:
+        """Changes with every operation applied for the user (None: never written)."""
+        count = self.revisions.get((tenant_id, user_id))
+        return None if count is None else str(count)
 
     def _apply_one(self, op: MemoryOperation) -> None:
+        key_of_user = (op.tenant_id, op.user_id)
+        self.revisions[key_of_user] = self.revisions.get(key_of_user, 0) + 1
         if op.op_type is OpType.UPSERT_EPISODE and op.episode is not None:
             key = (op.tenant_id, op.episode.episode_id)
             old = self.episodes.get(key)

@@ -29,7 +29,7 @@ from __future__ import annotations
 import math
 import re
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from enum import StrEnum
@@ -423,6 +423,7 @@ class UserIndex:
         include_history: bool = False,
         kinds: frozenset[ItemKind] | None = None,
         session_id: str | None = None,
+        keep: Callable[[IndexItem], bool] | None = None,
     ) -> list[Scored]:
         """The ``k`` best items for ``query`` at ``at``, best first (module docstring)."""
         rows = len(self._items)
@@ -439,7 +440,9 @@ class UserIndex:
         # Rough first cut over every row with numpy; the exact rules run on a shortlist.
         rough = w_vector * np.clip(cosine, 0.0, 1.0) + w_keyword * (1.0 - EXACT_SHARE) * bm25
         rough = np.where(alive, rough, -1.0)
-        shortlist = _top_rows(rough, max(8 * k, 200))
+        # A filter may leave few of the best rows: then every row is looked at.
+        narrowed = keep is not None or session_id is not None or kinds is not None
+        shortlist = _top_rows(rough, rows if narrowed else max(8 * k, 200))
         # Like BM25, the cosine is taken relative to the best of this query: MiniLM
         # cosines of related text sit in 0.2-0.6, so raw they leave the time
         # component (0.1 x up to 1) to decide between turns weeks apart.
@@ -456,6 +459,8 @@ class UserIndex:
             if kinds is not None and item.kind not in kinds:
                 continue
             if session_id is not None and item.session_id != session_id:
+                continue
+            if keep is not None and not keep(item):
                 continue
             vector = min(max(float(cosine[row]) * item.scale / best_vector, 0.0), 1.0)
             exact = float(bool(exact_keys and item.exact_keys & exact_keys))

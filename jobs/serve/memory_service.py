@@ -37,7 +37,7 @@ from pydantic import TypeAdapter
 from connectors.kafka_io import KeyedProducer
 from connectors.protocols import EpisodicReader, SemanticReader, WorkingMemoryReader
 from connectors.redis_memory import ErasureRecord
-from jobs.serve.recall_items import build_items, to_hits
+from jobs.serve.recall_items import UserItems, build_items, keep_for, to_hits
 from jobs.stores import open_stores
 from memstream.settings import Settings, get_settings
 from pipelines.actions import action_facts
@@ -68,6 +68,9 @@ POOL_MIN = 50
 # Statement vectors kept per process, cached by fact id and statement (a version
 # is immutable): 20k x 384 float32 ~ 30 MB.
 VECTOR_CACHE_SIZE = 20_000
+# Rows of recall indexes kept per process: ~1.6 KB each (a 384-d float32 vector,
+# postings, the item), so 500k rows ~ 0.8 GB. Mirrors ApiSettings' default.
+RECALL_CACHE_ITEMS = 500_000
 # A write call fails rather than hangs when the broker does not acknowledge.
 PUBLISH_TIMEOUT_S = 30.0
 # The metadata keys ChromaMemory.query filters on that RecallFilters also has.
@@ -176,6 +179,9 @@ class MemoryService:
         self.weights = weights or (settings.recall if settings else RecallWeights())
         self.clock = clock
         self._vectors: OrderedDict[str, np.ndarray[Any, np.dtype[np.float32]]] = OrderedDict()
+        # Each user's recall index, least recently used first, bounded by rows.
+        self._indexes: OrderedDict[tuple[str, str], UserItems] = OrderedDict()
+        self.cache_items = settings.api.recall_cache_items if settings else RECALL_CACHE_ITEMS
         self._lock = threading.Lock()  # the HTTP API calls from a thread pool
 
     @classmethod
@@ -211,37 +217,74 @@ class MemoryService:
         at = as_of or self.clock()
         wanted = set(tiers) if tiers is not None else set(Tier)
         query_vector = np.asarray(self.stores.embedder.embed_texts([query])[0], dtype=np.float32)
-        episodic = Tier.EPISODIC in wanted
-        items = build_items(
-            chroma_facts=self.stores.chroma.user_facts(tenant_id, user_id) if episodic else [],
-            semantic_facts=(
-                self.stores.neo4j.facts_as_of(
-                    tenant_id, user_id, at, filters.kinds if filters else None
-                )
+        if Tier.EPISODIC in wanted:
+            # Chroma holds every fact version and every episode: the user's cached index.
+            committed = self._committed(tenant_id, user_id, len(query_vector))
+        else:
+            semantic = (
+                self.stores.neo4j.facts_as_of(tenant_id, user_id, at, None)
                 if Tier.SEMANTIC in wanted
                 else []
-            ),
-            pending=self.stores.redis.pending(tenant_id, user_id, at)
-            if Tier.WORKING in wanted
-            else [],
-            episodes=self.stores.chroma.user_episodes(tenant_id, user_id) if episodic else [],
+            )
+            committed = build_items(
+                semantic_facts=semantic, embed=self._statement_vectors, dim=len(query_vector)
+            )
+        focus = time_focus(query, at)
+        exact = frozenset(query_values(query))
+        weights = (self.weights.vector, self.weights.keyword, self.weights.time)
+
+        def find(items: UserItems, n: int) -> list[RecallHit]:
+            ranked = items.index.search(
+                query,
+                query_vector,
+                at=at,
+                k=n,
+                weights=weights,
+                focus=focus,
+                exact_keys=exact,
+                include_history=include_history,
+                keep=keep_for(items, filters),
+            )
+            return to_hits(items, ranked)
+
+        hits = find(committed, k)
+        if len(hits) < k and Tier.WORKING in wanted:
+            # Pending items only fill the slots committed memory leaves empty.
+            waiting = build_items(
+                pending=self.stores.redis.pending(tenant_id, user_id, at),
+                embed=self._statement_vectors,
+                dim=len(query_vector),
+            )
+            hits += find(waiting, k - len(hits))
+        return hits
+
+    def _committed(self, tenant_id: str, user_id: str, dim: int) -> UserItems:
+        """The user's index over the episodic tier, rebuilt when its revision moved."""
+        key = (tenant_id, user_id)
+        revision = self.stores.chroma.revision(tenant_id, user_id)
+        with self._lock:
+            cached = self._indexes.get(key)
+            if cached is not None and cached.revision == revision and revision is not None:
+                self._indexes.move_to_end(key)
+                return cached
+        # The semantic tier's versions are the promoted copies of Chroma's; one
+        # that only it holds (a producer writing there alone) still counts.
+        items = build_items(
+            chroma_facts=self.stores.chroma.user_facts(tenant_id, user_id),
+            semantic_facts=self.stores.neo4j.facts_as_of(tenant_id, user_id, self.clock(), None),
+            episodes=self.stores.chroma.user_episodes(tenant_id, user_id),
             embed=self._statement_vectors,
-            filters=filters,
-            dim=len(query_vector),
+            dim=dim,
+            revision=revision,
         )
-        w = self.weights
-        ranked = items.index.search(
-            query,
-            query_vector,
-            at=at,
-            k=k,
-            weights=(w.vector, w.keyword, w.time),
-            focus=time_focus(query, at),
-            exact_keys=frozenset(query_values(query)),
-            include_history=include_history,
-            session_id=filters.session_id if filters else None,
-        )
-        return to_hits(items, ranked)
+        with self._lock:
+            self._indexes[key] = items
+            self._indexes.move_to_end(key)
+            total = sum(len(entry.index) for entry in self._indexes.values())
+            while total > self.cache_items and len(self._indexes) > 1:
+                _, dropped = self._indexes.popitem(last=False)
+                total -= len(dropped.index)
+        return items
 
     def context(self, tenant_id: str, user_id: str, query: str, k: int = 10) -> str:
         """The prompt-ready memory block for ``query`` (``pipelines.context``)."""

@@ -34,11 +34,16 @@ Embed = Callable[[Sequence[SearchHit]], list[np.ndarray]]
 
 @dataclass
 class UserItems:
-    """One user's index and what each of its items is, to build the hits from."""
+    """One user's index and what each of its items is, to build the hits from.
+
+    ``revision`` is the episodic store's token for the user when the index was
+    read (``ChromaMemory.revision``): a cached index is current while it matches.
+    """
 
     index: UserIndex
     facts: dict[str, tuple[SearchHit, MemoryState]] = field(default_factory=dict)
     episodes: dict[str, StoredEpisode] = field(default_factory=dict)
+    revision: str | None = None
 
 
 def _exact_keys(hit: SearchHit) -> frozenset[int]:
@@ -64,30 +69,24 @@ def _fact_item(hit: SearchHit, *, pending: bool, scale: float, source: str | Non
 
 def build_items(
     *,
-    chroma_facts: Sequence[tuple[SearchHit, Sequence[float]]],
-    semantic_facts: Sequence[SearchHit],
-    pending: Sequence[SearchHit],
-    episodes: Sequence[StoredEpisode],
+    chroma_facts: Sequence[tuple[SearchHit, Sequence[float]]] = (),
+    semantic_facts: Sequence[SearchHit] = (),
+    pending: Sequence[SearchHit] = (),
+    episodes: Sequence[StoredEpisode] = (),
     embed: Embed,
-    filters: RecallFilters | None,
     dim: int = 384,
+    revision: str | None = None,
 ) -> UserItems:
-    """The user's index over everything the tiers returned (filters applied first)."""
-    items = UserItems(UserIndex(dim))
-    source_of: dict[str, str] = {}
-    for stored in episodes:
-        for fact_id in stored.episode.fact_ids:
-            source_of[fact_id] = stored.episode.episode_id
-    fact_filters = filters is not None and (bool(filters.tags) or filters.kinds is not None)
+    """One index over everything the tiers returned (filters apply at search: ``keep_for``)."""
+    items = UserItems(UserIndex(dim), revision=revision)
+    source_of = {
+        fact_id: stored.episode.episode_id
+        for stored in episodes
+        for fact_id in stored.episode.fact_ids
+    }
     for stored in episodes:
         episode = stored.episode
-        if fact_filters or stored.vector is None or len(stored.vector) != dim:
-            continue  # tag and kind filters are about facts; an episode has neither
-        if filters is not None and filters.session_id and episode.session_id != filters.session_id:
-            continue
-        if filters is not None and filters.since is not None and episode.ts < filters.since:
-            continue
-        if filters is not None and filters.until is not None and episode.ts >= filters.until:
+        if stored.vector is None or len(stored.vector) != dim:
             continue
         item = IndexItem(
             item_id=episode.episode_id,
@@ -99,26 +98,47 @@ def build_items(
         )
         items.index.upsert(item, np.asarray(stored.vector, dtype=np.float32))
         items.episodes[episode.episode_id] = stored
-    unembedded: list[SearchHit] = []
+    unembedded: list[tuple[SearchHit, MemoryState]] = []
     for hit, stored_vector in chroma_facts:
-        if not passes(hit, filters):
-            continue
         if len(stored_vector) != dim:  # stored without a vector of the query's space
-            unembedded.append(hit)
+            unembedded.append((hit, MemoryState.COMMITTED))
             continue
         item = _fact_item(hit, pending=False, scale=1.0 / W_TEXT, source=source_of.get(hit.fact_id))
         items.index.upsert(item, np.asarray(stored_vector, dtype=np.float32))
         items.facts[hit.fact_id] = (hit, MemoryState.COMMITTED)
-    others = [(h, MemoryState.COMMITTED) for h in unembedded]
-    others += [(h, MemoryState.COMMITTED) for h in semantic_facts if h.fact_id not in items.facts]
-    others += [(h, MemoryState.PENDING) for h in pending if h.fact_id not in items.facts]
-    others = list({h.fact_id: (h, st) for h, st in others if passes(h, filters)}.values())
-    for (hit, state), vector in zip(others, embed([h for h, _ in others]), strict=True):
+    others = [*unembedded, *((h, MemoryState.COMMITTED) for h in semantic_facts)]
+    others += [(h, MemoryState.PENDING) for h in pending]
+    todo = list({h.fact_id: (h, st) for h, st in others if h.fact_id not in items.facts}.values())
+    for (hit, state), vector in zip(todo, embed([h for h, _ in todo]), strict=True):
         pending_item = state is MemoryState.PENDING
         item = _fact_item(hit, pending=pending_item, scale=1.0, source=source_of.get(hit.fact_id))
         items.index.upsert(item, vector)
         items.facts[hit.fact_id] = (hit, state)
     return items
+
+
+def keep_for(items: UserItems, filters: RecallFilters | None) -> Callable[[IndexItem], bool] | None:
+    """The filter of a recall over ``items``' index (None: keep everything).
+
+    Tags and kinds are about facts, so with either set no episode passes; an
+    episode's time is its turn's.
+    """
+    if filters is None:
+        return None
+    fact_only = bool(filters.tags) or filters.kinds is not None
+
+    def keep(item: IndexItem) -> bool:
+        if item.kind is ItemKind.FACT:
+            return passes(items.facts[item.item_id][0], filters)
+        if fact_only:
+            return False
+        if filters.session_id is not None and item.session_id != filters.session_id:
+            return False
+        if filters.since is not None and item.at < filters.since:
+            return False
+        return filters.until is None or item.at < filters.until
+
+    return keep
 
 
 def episode_hit(stored: StoredEpisode, score: ScoreBreakdown | None) -> RecallHit:
