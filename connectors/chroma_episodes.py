@@ -60,7 +60,9 @@ def upsert_episodes(
         for i, m in zip(found["ids"], found["metadatas"] or [], strict=True)
     }
     missing = [i for i in ids if not latest[i].vector]
-    computed = dict(zip(missing, embed([latest[i].text for i in missing]), strict=True))
+    computed = (
+        dict(zip(missing, embed([latest[i].text for i in missing]), strict=True)) if missing else {}
+    )
     vectors = [np.asarray(latest[i].vector or computed[i], dtype=np.float32) for i in ids]
     collection.upsert(
         ids=ids,
