@@ -26,6 +26,7 @@ from connectors.chroma_memory import ChromaMemory
 from connectors.neo4j_memory import Neo4jMemory
 from connectors.redis_memory import RedisMemory
 from schemas._base import Scalar
+from schemas.episodes import StoredEpisode
 from schemas.hits import SearchHit
 
 # Every user node of a namespace (a user with a fact in the semantic tier).
@@ -57,6 +58,15 @@ class UserDump:
     resolved: dict[str, str] = field(default_factory=dict)  # fact_id -> confirmed | rejected
     statuses: dict[str, Scalar] = field(default_factory=dict)
     turns: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # session -> turns
+    episodes: dict[str, dict[str, Any]] = field(default_factory=dict)  # episode_id -> episode
+
+
+def episode_entry(stored: StoredEpisode) -> dict[str, Any]:
+    """An episode as dump data: the model without its vector, and whether it is outdated."""
+    return {
+        **stored.episode.model_dump(mode="json", exclude={"vector"}),
+        "outdated": stored.outdated,
+    }
 
 
 def _plain(value: Any) -> Any:
@@ -88,7 +98,8 @@ def namespace_users(
             continue
         tenant = str(meta["memstream_tenant"])
         found = collection.get(include=["metadatas"])
-        users.update((tenant, str(m["user"])) for m in found["metadatas"] or [])
+        # Every item names its user, but for the revision records of episode collections.
+        users.update((tenant, str(m["user"])) for m in found["metadatas"] or [] if "user" in m)
     records, _, _ = semantic.driver.execute_query(
         NAMESPACE_USERS, ns=semantic.namespace, database_=semantic.database
     )
@@ -130,6 +141,10 @@ def dump_user(
                 t.model_dump(mode="json") for t in working.recent_turns(tenant_id, user_id, session)
             ]
             for session in _sessions(working, tenant_id, user_id)
+        },
+        episodes={
+            s.episode.episode_id: episode_entry(s)
+            for s in episodic.user_episodes(tenant_id, user_id)
         },
     )
 

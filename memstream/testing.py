@@ -28,7 +28,7 @@ from datetime import UTC, datetime, timedelta
 from types import TracebackType
 from typing import Any, NamedTuple
 
-from connectors.namespace_dump import UserDump
+from connectors.namespace_dump import UserDump, episode_entry
 from connectors.protocols import BatchingSink, SearchHit
 from connectors.redis_memory import (
     DEFAULT_PENDING_TTL,
@@ -214,6 +214,10 @@ class InMemoryEpisodic(_Versions):
                 ]:
                     del self.episodes[key]
             super()._apply_one(op)
+
+    def users(self) -> set[User]:
+        """Every (tenant, user) with a version or an episode here."""
+        return super().users() | {(t, e.episode.user_id) for (t, _), e in self.episodes.items()}
 
     def user_facts(self, tenant_id: str, user_id: str) -> list[tuple[SearchHit, list[float]]]:
         """Every version of the user with its combined vector (empty when it has none)."""
@@ -463,6 +467,9 @@ class InMemoryStores(NamedTuple):
             turns={
                 s: [t.model_dump(mode="json") for t in self.working.recent_turns(*user, s)]
                 for s in sessions
+            },
+            episodes={
+                e.episode.episode_id: episode_entry(e) for e in self.episodic.user_episodes(*user)
             },
         )
 

@@ -126,6 +126,9 @@ def diff_user(live: UserDump, shadow: UserDump) -> list[Difference]:
     def named(key: str, _: Any) -> str:
         return key
 
+    def episode(_: str, entry: Mapping[str, Any]) -> str:
+        return f"session {entry.get('session_id')} turn #{entry.get('turn_index')}"
+
     def turns(dump: UserDump) -> dict[str, dict[str, Any]]:
         return {
             f"session {s} turn #{t['turn_index']}": t for s, ts in dump.turns.items() for t in ts
@@ -138,6 +141,7 @@ def diff_user(live: UserDump, shadow: UserDump) -> list[Difference]:
         *_keyed(user, "resolved", live.resolved, shadow.resolved, named),
         *_keyed(user, "status", live.statuses, shadow.statuses, named),
         *_keyed(user, "turn", turns(live), turns(shadow), named),
+        *_keyed(user, "episode", live.episodes, shadow.episodes, episode),
     ]
 
 

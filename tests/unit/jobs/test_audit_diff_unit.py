@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from memory_ops import add_pending, record, resolve, status, turn, upsert
+from memory_ops import T0, add_pending, record, resolve, status, turn, upsert
 
 from jobs.ops.audit_diff import ONLY_LIVE, ONLY_SHADOW, audit
 from memstream.testing import InMemoryStores
@@ -55,3 +55,32 @@ def test_differences_per_store_and_only_the_shadow_users_are_compared() -> None:
     assert ("turn", "text differs") in found
     assert all(d.user_id == "u1" for d in result.differences)
     assert not result.equal
+
+
+def test_episodes_are_compared_too() -> None:
+    from memory_ops import lineage, op
+
+    from schemas.episodes import Episode
+    from schemas.events import Role
+    from schemas.ops import OpType
+
+    def episode(text: str, outdated: bool = False) -> list[MemoryOperation]:
+        said = Episode(
+            episode_id="e1",
+            tenant_id="acme",
+            user_id="u1",
+            session_id="s1",
+            turn_index=0,
+            role=Role.USER,
+            text=text,
+            ts=T0,
+            lineage=lineage(1),
+        )
+        ops = [op(OpType.UPSERT_EPISODE, episode=said)]
+        return ops + ([op(OpType.OUTDATE_EPISODE, target_fact_id="e1")] if outdated else [])
+
+    assert audit(filled(*episode("Friday")), filled(*episode("Friday")), "s", "").equal
+    changed = audit(filled(*episode("Friday")), filled(*episode("Monday")), "s", "")
+    assert {(d.store, d.what) for d in changed.differences} == {("episode", "text differs")}
+    outdated = audit(filled(*episode("Friday", outdated=True)), filled(*episode("Friday")), "s", "")
+    assert {(d.store, d.what) for d in outdated.differences} == {("episode", "outdated differs")}
