@@ -10,6 +10,7 @@ an outdated mark is a metadata update.
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
@@ -28,13 +29,14 @@ EPISODES_SUFFIX = "-episodes"
 _REVISION_PREFIX = "rev\x1f"
 
 
-def _metadata(episode: Episode, outdated: bool) -> dict[str, Any]:
+def _metadata(episode: Episode, outdated_by: Sequence[str] | None) -> dict[str, Any]:
     return {
         "user": episode.user_id,
         "session": episode.session_id,
         "role": episode.role.value,
         "ts": episode.ts.timestamp(),
-        "outdated": outdated,
+        "outdated": outdated_by is not None,
+        "outdated_by": json.dumps(list(outdated_by or [])),
         # The whole model but its vector (stored as the embedding): read back whole.
         "episode": episode.model_dump_json(exclude={"vector"}),
     }
@@ -56,7 +58,7 @@ def upsert_episodes(
     ids = list(latest)
     found = collection.get(ids=ids, include=["metadatas"])
     outdated = {
-        i: bool(m.get("outdated"))
+        i: _outdated_by(m) if m.get("outdated") else None
         for i, m in zip(found["ids"], found["metadatas"] or [], strict=True)
     }
     missing = [i for i in ids if not latest[i].vector]
@@ -67,20 +69,37 @@ def upsert_episodes(
     collection.upsert(
         ids=ids,
         embeddings=np.vstack(vectors),
-        metadatas=[_metadata(latest[i], outdated.get(i, False)) for i in ids],
+        metadatas=[_metadata(latest[i], outdated.get(i)) for i in ids],
         documents=[latest[i].search_text() for i in ids],
     )
 
 
-def outdate_episodes(collection: chromadb.Collection, episode_ids: Sequence[str]) -> None:
-    """Mark stored episodes outdated (ids not stored are skipped: nothing to mark)."""
-    wanted = list(dict.fromkeys(episode_ids))
-    if not wanted:
+def outdate_episodes(
+    collection: chromadb.Collection, marks: Sequence[tuple[str, str | None]]
+) -> None:
+    """Mark stored episodes outdated by (episode id, the episode that superseded it).
+
+    Ids not stored are skipped: nothing to mark.
+    """
+    by: dict[str, list[str]] = {}
+    for episode_id, newer in marks:
+        by.setdefault(episode_id, [])
+        if newer is not None and newer not in by[episode_id]:
+            by[episode_id].append(newer)
+    if not by:
         return
-    found = collection.get(ids=wanted, include=["metadatas"])
+    found = collection.get(ids=list(by), include=["metadatas"])
     if found["ids"]:
-        metas = [{**m, "outdated": True} for m in found["metadatas"] or []]
+        metas = []
+        for episode_id, meta in zip(found["ids"], found["metadatas"] or [], strict=True):
+            known = _outdated_by(meta)
+            merged = [*known, *(e for e in by[episode_id] if e not in known)]
+            metas.append({**meta, "outdated": True, "outdated_by": json.dumps(merged)})
         collection.update(ids=found["ids"], metadatas=metas)  # type: ignore[arg-type]
+
+
+def _outdated_by(meta: Any) -> list[str]:
+    return [str(e) for e in json.loads(str(meta.get("outdated_by") or "[]"))]
 
 
 def user_episodes(
@@ -95,7 +114,8 @@ def user_episodes(
     for row, meta in enumerate(metas):
         vector = None if vectors is None else [float(x) for x in vectors[row]]
         episode = Episode.model_validate_json(str(meta["episode"]))
-        out.append(StoredEpisode(episode, bool(meta.get("outdated")), vector))
+        outdated = bool(meta.get("outdated"))
+        out.append(StoredEpisode(episode, outdated, vector, tuple(_outdated_by(meta))))
     out.sort(key=lambda s: (s.episode.ts, s.episode.episode_id))
     return out
 

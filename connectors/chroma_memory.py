@@ -307,13 +307,13 @@ class ChromaMemory(BatchingSink):
         ]
 
     def _apply_episodes(self, ops: Sequence[MemoryOperation]) -> None:
-        by_tenant: dict[str, tuple[list[Episode], list[str]]] = {}
+        by_tenant: dict[str, tuple[list[Episode], list[tuple[str, str | None]]]] = {}
         for op in ops:
             written, outdated = by_tenant.setdefault(op.tenant_id, ([], []))
             if op.op_type is OpType.UPSERT_EPISODE and op.episode is not None:
                 written.append(op.episode)
             elif op.op_type is OpType.OUTDATE_EPISODE and op.target_fact_id:
-                outdated.append(op.target_fact_id)
+                outdated.append((op.target_fact_id, op.superseded_by))
         for tenant_id, (written, outdated) in by_tenant.items():
             collection = self.episodes(tenant_id)
             upsert_episodes(collection, written, self.embedding_function)

@@ -66,6 +66,7 @@ def episode_entry(stored: StoredEpisode) -> dict[str, Any]:
     return {
         **stored.episode.model_dump(mode="json", exclude={"vector"}),
         "outdated": stored.outdated,
+        "outdated_by": list(stored.outdated_by),
     }
 
 

@@ -199,12 +199,17 @@ class InMemoryEpisodic(_Versions):
             key = (op.tenant_id, op.episode.episode_id)
             old = self.episodes.get(key)
             vector = op.episode.vector or self.embed(op.episode.text)
-            self.episodes[key] = StoredEpisode(op.episode, bool(old and old.outdated), vector)
+            kept = (old.outdated, old.outdated_by) if old else (False, ())
+            self.episodes[key] = StoredEpisode(op.episode, kept[0], vector, kept[1])
         elif op.op_type is OpType.OUTDATE_EPISODE and op.target_fact_id:
             key = (op.tenant_id, op.target_fact_id)
             if key in self.episodes:
                 stored = self.episodes[key]
-                self.episodes[key] = StoredEpisode(stored.episode, True, stored.vector)
+                newer = op.superseded_by
+                by = stored.outdated_by + (
+                    (newer,) if newer and newer not in stored.outdated_by else ()
+                )
+                self.episodes[key] = StoredEpisode(stored.episode, True, stored.vector, by)
         else:
             if op.op_type is OpType.ERASE_USER:
                 for key in [

@@ -209,7 +209,8 @@ def episode_ops(
     for record in closed:
         if record.lineage is not None and record.lineage.event_id != event.event_id:
             source = episode_id(event.tenant_id, event.user_id, record.lineage.event_id)
-            decisions.append(OutdateEpisode(source))
+            by = episode.episode_id if episode is not None else None
+            decisions.append(OutdateEpisode(source, by))
     at = reviewed[0].at if reviewed else event.ts
     return route(
         decisions,

@@ -15,8 +15,9 @@ Recall ranks every item the user has, not a pool a vector store pre-selected:
   outside, and "first"/"now" rank the time component by age.
 
 Then: only what held at ``at`` is kept; an episode whose fact was superseded
-is outdated and scores ``OUTDATED_FACTOR`` of its total, so the turn holding the
-current value ranks above it; a fact and its source episode never take two
+is outdated: it ranks just below the turn holding the newer value, which joins
+the ranking with it if it did not rank on its own (history stays findable, the
+current value comes first); a fact and its source episode never take two
 slots (the fact is kept, the episode named as its source); pending items only
 fill slots that committed items leave empty.
 
@@ -44,10 +45,8 @@ BM25_K1 = 1.2
 BM25_B = 0.75
 # docs/architecture.md, Tiers: time = 1 / (1 + days / 30).
 TIME_SCALE_DAYS = 30.0
-# An outdated episode (its fact was superseded) keeps half its score: still
-# findable as history, below the turn that holds the current value, whose
-# relevance to the same question is about the same.
-OUTDATED_FACTOR = 0.5
+# An outdated item ranks just this much below the item that superseded it.
+BELOW = 1e-6
 # Weight of an exact hashed-field hit inside ``keyword`` (pipelines.recall's
 # RecallWeights.exact_share default): a named value counts as much as the best
 # text match.
@@ -263,6 +262,7 @@ class IndexItem:
     expires_at: datetime | None = None
     pending: bool = False
     outdated: bool = False
+    outdated_by: frozenset[str] = frozenset()  # the items holding the newer value
     source_id: str | None = None  # a fact's source episode
     session_id: str | None = None
     exact_keys: frozenset[int] = frozenset()  # hashed exact fields (a fact's object)
@@ -451,55 +451,86 @@ class UserIndex:
             default=0.0,
         )
         best_vector = best_vector if best_vector > 0 else 1.0
-        scored: list[Scored] = []
-        for row in shortlist:
+
+        def score(row: int) -> Scored | None:
             item = self._items[row]
             if item is None or not item.holds_at(at, include_history=include_history):
-                continue
+                return None
             if kinds is not None and item.kind not in kinds:
-                continue
+                return None
             if session_id is not None and item.session_id != session_id:
-                continue
+                return None
             if keep is not None and not keep(item):
-                continue
+                return None
             vector = min(max(float(cosine[row]) * item.scale / best_vector, 0.0), 1.0)
             exact = float(bool(exact_keys and item.exact_keys & exact_keys))
             keyword = (1.0 - EXACT_SHARE) * float(bm25[row]) + EXACT_SHARE * exact
             time = _time(item, at, focus)
             total = w_vector * vector + w_keyword * keyword + w_time * time
-            if item.outdated:
-                total *= OUTDATED_FACTOR
-            scored.append(Scored(item, vector, keyword, time, min(max(total, 0.0), 1.0)))
+            return Scored(item, vector, keyword, time, min(max(total, 0.0), 1.0))
+
+        scored = [entry for row in shortlist if (entry := score(row)) is not None]
+        scored = self._below_successors(scored, score)
         if focus is not None and focus.order is not Order.ANY:
             scored = _reorder_time(scored, focus.order, w_time)
         scored.sort(key=lambda s: (-s.total, s.item.item_id))
         return self._select(scored, k)
 
+    def _below_successors(
+        self, scored: list[Scored], score: Callable[[int], Scored | None]
+    ) -> list[Scored]:
+        """Each outdated item just below the best-ranked item holding its newer value.
+
+        The newer item joins the ranking when it did not rank on its own, and
+        takes the outdated one's score when that was higher: whoever asks about
+        the old value sees the current one first.
+        """
+        by_id = {entry.item.item_id: entry for entry in scored}
+        for entry in list(by_id.values()):
+            for newer in entry.item.outdated_by:
+                row = self._row_of.get(newer)
+                if newer not in by_id and row is not None and (found := score(row)) is not None:
+                    by_id[newer] = found
+        outdated = sorted((e for e in by_id.values() if e.item.outdated_by), key=lambda e: -e.total)
+        for entry in outdated:
+            current = by_id[entry.item.item_id]
+            successors = [by_id[n] for n in current.item.outdated_by if n in by_id]
+            if not successors:
+                continue
+            best = max(successors, key=lambda s: s.total)
+            if best.total <= current.total:
+                by_id[best.item.item_id] = _with_total(best, current.total)
+                by_id[current.item.item_id] = _with_total(current, current.total - BELOW)
+        return list(by_id.values())
+
     def _select(self, scored: list[Scored], k: int) -> list[Scored]:
-        """Committed first; a fact absorbs its source episode; pending fill what is left."""
+        """Committed first, one slot per turn; pending fill what is left.
+
+        A turn's episode and the facts extracted from it say the same thing:
+        the first of them to rank takes the turn's one slot, shown as the
+        turn's best-ranked fact with the episode as its source.
+        """
         committed = [s for s in scored if not s.item.pending]
-        facts_by_source = {
-            s.item.source_id: s
-            for s in committed
-            if s.item.kind is ItemKind.FACT and s.item.source_id
-        }
+        best_fact: dict[str, Scored] = {}
+        for entry in committed:
+            if entry.item.kind is ItemKind.FACT and entry.item.source_id:
+                best_fact.setdefault(entry.item.source_id, entry)
         chosen: list[Scored] = []
-        absorbed: set[str] = set()
+        used: set[str] = set()  # the turns (source episodes) already holding a slot
         for entry in committed:
             if len(chosen) == k:
                 break
             item = entry.item
-            if item.item_id in absorbed:
+            turn = item.source_id if item.kind is ItemKind.FACT and item.source_id else item.item_id
+            if turn in used:
                 continue
-            if item.kind is ItemKind.EPISODE and item.item_id in facts_by_source:
-                # The fact said in this turn takes the episode's place (and score).
-                fact = facts_by_source[item.item_id]
+            used.add(turn)
+            if item.kind is ItemKind.EPISODE and item.item_id in best_fact:
+                fact = best_fact[item.item_id]
                 entry = Scored(fact.item, fact.vector, fact.keyword, fact.time, entry.total, item)
-                absorbed.add(fact.item.item_id)
             elif item.kind is ItemKind.FACT and item.source_id:
                 source = self.get(item.source_id)
                 entry = Scored(item, entry.vector, entry.keyword, entry.time, entry.total, source)
-                absorbed.add(item.source_id)
             chosen.append(entry)
         for entry in scored:
             if len(chosen) >= k:
@@ -507,6 +538,10 @@ class UserIndex:
             if entry.item.pending:
                 chosen.append(entry)
         return chosen
+
+
+def _with_total(entry: Scored, total: float) -> Scored:
+    return Scored(entry.item, entry.vector, entry.keyword, entry.time, total, entry.source)
 
 
 def _time(item: IndexItem, at: datetime, focus: TimeFocus | None) -> float:

@@ -95,6 +95,7 @@ class OutdateEpisode:
     """A fact of this episode was superseded: the turn no longer holds the current value."""
 
     episode_id: str
+    superseded_by: str | None = None  # the episode of the turn that replaced it
 
 
 Decision = (
@@ -163,8 +164,12 @@ def _payload(decision: Decision) -> tuple[OpType, dict[str, object]]:
             return OpType.ERASE_USER, {"tiers": list(_ALL_TIERS)}
         case WriteEpisode(episode):
             return OpType.UPSERT_EPISODE, {"episode": episode, "tiers": [Tier.EPISODIC]}
-        case OutdateEpisode(episode_id):
-            return OpType.OUTDATE_EPISODE, {"target_fact_id": episode_id, "tiers": [Tier.EPISODIC]}
+        case OutdateEpisode(episode_id, superseded_by):
+            marks: dict[str, object] = {
+                "target_fact_id": episode_id,
+                "superseded_by": superseded_by,
+            }
+            return OpType.OUTDATE_EPISODE, {**marks, "tiers": [Tier.EPISODIC]}
 
 
 def _fact_tiers(record: MemoryRecord) -> list[Tier]:

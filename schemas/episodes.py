@@ -70,8 +70,9 @@ class Episode(Frozen):
 
 @dataclass(frozen=True)
 class StoredEpisode:
-    """An episode as a store reads it back: whether it is outdated, and its vector."""
+    """An episode as a store reads it back: what superseded it, and its vector."""
 
     episode: Episode
     outdated: bool
     vector: list[float] | None
+    outdated_by: tuple[str, ...] = ()  # the episodes that hold the newer values

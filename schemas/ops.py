@@ -75,6 +75,9 @@ class MemoryOperation(Frozen):
         default=None, description="resolve_pending: the pending fact; outdate_episode: the episode."
     )
     episode: Episode | None = None
+    superseded_by: str | None = Field(
+        default=None, description="outdate_episode: the episode that holds the newer value."
+    )
     resolution: Literal["confirmed", "rejected"] | None = None
 
     @model_validator(mode="after")

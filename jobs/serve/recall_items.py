@@ -94,6 +94,7 @@ def build_items(
             text=episode.search_text(),
             at=episode.ts,
             outdated=stored.outdated,
+            outdated_by=frozenset(stored.outdated_by),
             session_id=episode.session_id,
         )
         items.index.upsert(item, np.asarray(stored.vector, dtype=np.float32))

@@ -67,14 +67,46 @@ def test_items_not_valid_at_the_recall_moment_are_left_out() -> None:
     assert set(ids(history)) == {"old", "new"}
 
 
-def test_an_outdated_episode_ranks_below_the_current_one() -> None:
+def test_an_outdated_episode_ranks_just_below_the_one_holding_the_newer_value() -> None:
     index = UserIndex(DIM)
     # The outdated turn matches the query better on its own...
-    index.upsert(
-        episode("was", "I live in Glasgow, Glasgow flat", days_ago=20, outdated=True), vec(0)
+    old = episode(
+        "was",
+        "I live in Glasgow, Glasgow flat",
+        days_ago=20,
+        outdated=True,
+        outdated_by=frozenset({"now"}),
     )
-    index.upsert(episode("now", "moved to Edinburgh, I live there now", days_ago=2), vec(0))
-    assert ids(index.search("where do I live, Glasgow?", vec(0), at=NOW, k=2)) == ["now", "was"]
+    index.upsert(old, vec(0))
+    index.upsert(episode("now", "moved to Edinburgh last month", days_ago=2), vec(0))
+    index.upsert(episode("other", "I like Glasgow's music scene", days_ago=3), vec(1))
+    hits = index.search("where do I live, Glasgow?", vec(0), at=NOW, k=3)
+    assert ids(hits)[:2] == ["now", "was"]  # ...but the current value comes first
+
+
+def test_the_newer_value_joins_the_ranking_of_its_history() -> None:
+    index = UserIndex(DIM)
+    index.upsert(
+        episode(
+            "was",
+            "my locker code is 1234",
+            days_ago=30,
+            outdated=True,
+            outdated_by=frozenset({"now"}),
+        ),
+        vec(0),
+    )
+    for i in range(300):  # plenty of better matches than the successor on its own
+        index.upsert(episode(f"n{i}", f"locker code chat {i}"), vec(0, 1))
+    index.upsert(episode("now", "changed it, new one is 9876", days_ago=1), vec(5))
+    hits = index.search("what is my locker code 1234", vec(0), at=NOW, k=2)
+    assert ids(hits) == ["now", "was"]
+
+
+def test_an_outdated_item_without_a_known_successor_keeps_its_score() -> None:
+    index = UserIndex(DIM)
+    index.upsert(episode("was", "my locker code is 1234", outdated=True), vec(0))
+    assert ids(index.search("locker code", vec(0), at=NOW, k=1)) == ["was"]
 
 
 def test_a_fact_and_its_source_episode_take_one_slot() -> None:
@@ -155,3 +187,14 @@ def test_time_focus_windows() -> None:
     assert ago is not None and ago.contains(at - timedelta(days=14))
     assert time_focus("what's the name of my dog", at) is None
     assert time_focus("may I ask what my number is", at) is None
+
+
+def test_several_facts_of_one_turn_take_one_slot_shown_as_the_best() -> None:
+    index = UserIndex(DIM)
+    index.upsert(episode("e1", "delivery friday, no mornings, call 0123"), vec(0))
+    index.upsert(fact("f1", "delivery time friday", source_id="e1"), vec(0))
+    index.upsert(fact("f2", "delivery time not morning", source_id="e1"), vec(0, 1))
+    index.upsert(episode("e2", "delivery to the back door"), vec(0, 2))
+    hits = index.search("delivery friday", vec(0), at=NOW, k=3)
+    assert ids(hits) == ["f1", "e2"]
+    assert hits[0].source is not None and hits[0].source.item_id == "e1"

@@ -26,5 +26,7 @@ def test_episode_ops_follow_the_review_and_outdate_the_superseded_turn() -> None
     second = episode_ops(feed.state, event, lineage, second_ops)
     assert [op.op_type for op in second] == [OpType.UPSERT_EPISODE, OpType.OUTDATE_EPISODE]
     assert second[1].target_fact_id == episode_id("acme", "u1", "e1")
+    assert second[0].episode is not None
+    assert second[1].superseded_by == second[0].episode.episode_id
     # The second turn is short enough to carry the first as its context.
     assert second[0].episode is not None and second[0].episode.context is not None
