@@ -11,7 +11,8 @@ cosines than a long one):
 Every line names its source (Kafka topic/partition/offset, event id and turn
 id when known), the tier it came from and when it started to hold; a version
 no longer current says until when; a pending item says it is unconfirmed.
-Negations stay negations: lines use ``RecallHit.statement``.
+Negations stay negations: lines use ``RecallHit.statement``. Facts come
+first, then the turns themselves (episodes, "From the conversations").
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ KEY_SHARE = 0.8
 BACKGROUND_SHARE = 0.5
 GROUPS = ("Key", "Background", "Reference")
 EMPTY = "No stored memory about this user matches the query."
+EPISODES = "From the conversations"
 
 
 def source_of(hit: RecallHit) -> str:
@@ -66,14 +68,31 @@ def group(hits: Sequence[RecallHit]) -> dict[str, list[RecallHit]]:
     return groups
 
 
+def episode_line(hit: RecallHit) -> str:
+    """One bullet for a turn as said: when, what, and its source."""
+    said = hit.valid_from.date().isoformat()
+    note = "; a later turn changed this" if hit.outdated else ""
+    return f"- {said}: {hit.statement} ({'outdated' + note if note else 'said'}) [{source_of(hit)}]"
+
+
 def render_context(query: str, hits: Sequence[RecallHit]) -> str:
-    """The memory block for ``query``: a heading, then each non-empty group."""
+    """The memory block for ``query``: a heading, the facts by group, then the turns said.
+
+    Facts come first (what the pipeline established, negations as negations),
+    then the episodes (what was said, in rank order) as the evidence behind
+    them and whatever no fact holds.
+    """
     heading = f'Memory about this user relevant to "{" ".join(query.split())}":'
     if not hits:
         return f"{heading}\n{EMPTY}"
     parts = [heading]
-    for name, members in group(hits).items():
+    facts = [h for h in hits if h.hit_kind == "fact"]
+    for name, members in group(facts).items():
         if members:
             parts.append(f"{name}:")
             parts.extend(line_of(hit) for hit in members)
+    said = [h for h in hits if h.hit_kind == "episode"]
+    if said:
+        parts.append(f"{EPISODES}:")
+        parts.extend(episode_line(hit) for hit in said)
     return "\n".join(parts)

@@ -48,7 +48,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from connectors.kafka_io import DeliveryFailed
 from jobs.serve.dashboard import LagCollector, LagSampler, add_dashboard
 from jobs.serve.keys import ApiKeyring
-from jobs.serve.memory_service import MAX_K, UnknownPendingError
+from jobs.serve.memory_service import MAX_K, MAX_QUERY_CHARS, UnknownPendingError
 from jobs.serve.metrics import RequestMetrics, add_metrics_route
 from schemas._base import Frozen, Identifier
 from schemas.memory import MemoryKind, Polarity, Tier
@@ -58,9 +58,6 @@ API_VERSION = "1"
 # schemas.ids.fact_id: "f_" + a 12-byte blake2b digest in hex. A pending id is the
 # held fact's id, so anything else cannot name a pending item.
 PENDING_ID_PATTERN = r"^f_[0-9a-f]{24}$"
-# MiniLM reads 256 word pieces (~1,000 characters of English) and truncates the
-# rest; twice that leaves room for BM25 keywords without inviting documents.
-MAX_QUERY_CHARS = 2_000
 # Every valid request body is a few KiB at most (the longest field, a stored
 # memory's text, is 4,096 characters: schemas.memory.MemoryRecord); 64 KiB
 # refuses oversized bodies before they are read into memory, with room to spare.
@@ -71,7 +68,10 @@ PendingIdText = Annotated[str, StringConstraints(pattern=PENDING_ID_PATTERN)]
 PendingId = Annotated[
     PendingIdText, Path(description="A pending item's id, as listed in the snapshot's `pending`.")
 ]
-QueryText = Annotated[str, StringConstraints(min_length=1, max_length=MAX_QUERY_CHARS)]
+# Blank queries are refused like empty ones (stripped, then at least one character).
+QueryText = Annotated[
+    str, StringConstraints(strip_whitespace=True, min_length=1, max_length=MAX_QUERY_CHARS)
+]
 TopK = Annotated[int, Field(ge=1, le=MAX_K, description="How many hits at most.")]
 # Same bounds as schemas.memory.MemoryRecord's fields.
 Subject = Annotated[str, StringConstraints(min_length=1, max_length=256)]
@@ -392,6 +392,11 @@ def _app() -> FastAPI:
     def _unknown_pending(_: Request, __: UnknownPendingError) -> JSONResponse:
         # One answer for unknown, resolved, lapsed and other tenants' ids alike.
         return JSONResponse({"detail": "no such pending item"}, status_code=404)
+
+    @app.exception_handler(ValueError)
+    def _bad_value(_: Request, exc: ValueError) -> JSONResponse:
+        # The service layer's own argument checks (the request models catch most first).
+        return JSONResponse({"detail": str(exc)}, status_code=422)
 
     @app.exception_handler(DeliveryFailed)
     def _broker_down(_: Request, __: DeliveryFailed) -> JSONResponse:

@@ -44,6 +44,7 @@ from pipelines.actions import action_facts
 from pipelines.context import render_context
 from pipelines.encode import Encoder
 from pipelines.recall import RecallWeights, query_values, render_statement, to_hit
+from pipelines.recall_index import terms
 from pipelines.time_focus import time_focus
 from schemas._base import Identifier
 from schemas.events import ActionType, UserAction
@@ -58,6 +59,10 @@ from schemas.query import (
 )
 from schemas.topics import USER_ACTIONS, Topics
 
+# MiniLM reads 256 word pieces (~1,000 characters of English) and truncates the
+# rest; twice that leaves room for BM25 keywords without inviting documents.
+# The HTTP API and MCP tools take their bound from here.
+MAX_QUERY_CHARS = 2_000
 # Recall returns at most this many hits: a prompt holds a few dozen facts at most.
 MAX_K = 100
 # Chroma candidates per recall = POOL_FACTOR x k, at least POOL_MIN: keyword and
@@ -210,6 +215,14 @@ class MemoryService:
     ) -> list[RecallHit]:
         """The ``k`` facts best matching ``query`` that held at ``as_of`` (default now)."""
         _check_ids(tenant_id, user_id)
+        if not query.strip():
+            raise ValueError("the query is empty")
+        if len(query) > MAX_QUERY_CHARS:
+            raise ValueError(f"the query is longer than {MAX_QUERY_CHARS} characters")
+        if not terms(query) and not any(ch.isdigit() for ch in query):
+            # Only stop words, emoji or a script BM25 does not read (no Chinese
+            # pipeline offline): nothing to match, so nothing is recalled.
+            return []
         if not 1 <= k <= MAX_K:
             raise ValueError(f"k must be between 1 and {MAX_K}")
         if as_of is not None and as_of.utcoffset() is None:

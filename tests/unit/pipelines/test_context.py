@@ -96,3 +96,15 @@ def test_no_hits_say_so() -> None:
 
 def test_source_names_topic_partition_offset_and_event() -> None:
     assert source_of(hit("x", "X", 0.2)) == "dialogue.events/2/3 event e-x"
+
+
+def test_facts_come_first_then_the_turns_said() -> None:
+    said = hit("e1", "agent: your ticket number is GOA-7781", 0.9).model_copy(
+        update={"hit_kind": "episode"}
+    )
+    fact = hit("f1", "user phone number 07700900123", 0.5)
+    block = render_context("ticket", [said, fact])
+    lines = block.splitlines()
+    assert lines.index("Key:") < lines.index("From the conversations:")
+    assert lines[-1].startswith("- 2026-01-05: agent: your ticket number is GOA-7781 (said)")
+    assert "phone number" in lines[lines.index("Key:") + 1]
