@@ -88,6 +88,9 @@ def _same_op(left: str | bytes, right: str | bytes) -> bool:
 
 
 def _vectors(op: MemoryOperation) -> list[list[float]]:
+    # MiniLM's floats move in the last digits with the batch a text is padded in.
+    if op.episode is not None:
+        return [op.episode.vector or []]
     encoding = op.record.encoding if op.record is not None else None
     if encoding is None:
         return []
@@ -95,7 +98,7 @@ def _vectors(op: MemoryOperation) -> list[list[float]]:
 
 
 def _decision(op: MemoryOperation) -> dict[str, Any]:
-    return op.model_dump(mode="json", exclude={"record": {"encoding"}})
+    return op.model_dump(mode="json", exclude={"record": {"encoding"}, "episode": {"vector"}})
 
 
 def _bad_messages(topic: str) -> list[tuple[Message, DeadLetterReason, str]]:
