@@ -63,7 +63,15 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
-from longmemeval_data import DEFAULT_DATA, Question, events, load_questions, records, sample
+from longmemeval_data import (
+    DEFAULT_DATA,
+    Question,
+    events,
+    load_questions,
+    records,
+    sample,
+    with_distractors,
+)
 from longmemeval_scoring import Tally, bm25_ranking, cosine_ranking
 from recallset_data import load_recallset
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -237,6 +245,10 @@ def print_tables(tally: Tally, stats: Stats, wall_s: float) -> None:
     systems = (*SYSTEMS, "chance")
     for metric, title in (
         ("any", "any-hit@k: share of questions with >= 1 evidence turn in the top k"),
+        (
+            "all",
+            "recall_all@k (LongMemEval): share of questions with every evidence turn in the top k",
+        ),
         ("recovered", "recovered@k: mean fraction of a question's evidence turns in the top k"),
     ):
         print(f"\n{title}\n")
@@ -250,6 +262,12 @@ def print_tables(tally: Tally, stats: Stats, wall_s: float) -> None:
                 for k in KS
             )
             print(f"{question_type or 'overall':<26}{n:>4}{cells}")
+    print("\nNDCG@10 (LongMemEval, binary relevance over evidence turns)\n")
+    print(f"{'question type':<26}{'n':>4}" + "".join(f"{s:>14}" for s in SYSTEMS))
+    for question_type in [*types, None]:
+        n = tally.count("bm25", "ndcg@10", question_type)
+        cells = "".join(f"{tally.mean(s, 'ndcg@10', question_type):>14.3f}" for s in SYSTEMS)
+        print(f"{question_type or 'overall':<26}{n:>4}{cells}")
     n = tally.count("bm25", f"latest-first@{K}")
     print(f"\nknowledge-update ordering over {n} questions with evidence in sessions of 2+ dates\n")
     print(f"{'system':<12}{f'latest-first@{K}':>18}{f'both-in@{K}':>14}")
@@ -286,6 +304,12 @@ def main() -> None:
     )
     parser.add_argument("--seed", type=int, default=7, help="sampling seed")
     parser.add_argument(
+        "--distractors",
+        type=int,
+        default=0,
+        help="pad each haystack with N sessions of other questions (about 500 turns at 40)",
+    )
+    parser.add_argument(
         "--recallset",
         type=Path,
         default=None,
@@ -295,6 +319,10 @@ def main() -> None:
     started = time.perf_counter()
     pool = load_recallset(args.recallset) if args.recallset else load_questions(args.data)
     questions = sample(pool, per_type=args.per_type, limit=args.limit, seed=args.seed)
+    # Distractor sessions come from the whole pool, not only the sampled questions.
+    if args.distractors:
+        padded = {q.question_id: q for q in with_distractors(pool, args.distractors, args.seed)}
+        questions = [padded[q.question_id] for q in questions]
     by_type = Counter(q.question_type for q in questions)
     print(f"{len(questions)} questions: {dict(sorted(by_type.items()))}")
     # Flair configures its logger at import (INFO, to stdout) and then logs its

@@ -166,6 +166,46 @@ def sample(
     return pool[:limit] if limit is not None else pool
 
 
+def with_distractors(questions: Sequence[Question], sessions: int, seed: int) -> list[Question]:
+    """Each question's haystack padded with ``sessions`` sessions of other questions.
+
+    As LongMemEval_S does: one user then holds about 500 turns. Each borrowed
+    session keeps its turns, loses its evidence flags, gets an id of its own
+    and a date drawn within the question's haystack span (before its question).
+    """
+    if sessions <= 0:
+        return list(questions)
+    pool: list[tuple[str, list[Turn]]] = []
+    for question in questions:
+        by_session: dict[str, list[Turn]] = {}
+        for turn in question.turns:
+            by_session.setdefault(turn.session_id, []).append(turn)
+        pool += [(question.question_id, turns) for turns in by_session.values()]
+    rng = random.Random(seed)
+    padded = []
+    for question in questions:
+        first = min(t.session_at for t in question.turns)
+        last = max(t.session_at for t in question.turns)
+        span = max((last - first).total_seconds(), 86_400.0)
+        others = [entry for entry in pool if entry[0] != question.question_id]
+        borrowed: list[Turn] = []
+        for n, (owner, turns) in enumerate(rng.sample(others, min(sessions, len(others)))):
+            at = first + timedelta(seconds=rng.uniform(0.0, span))
+            session = f"d{n}-{owner}-{turns[0].session_id}"[:120]
+            borrowed += [Turn(session, at, t.index, t.role, t.text, evidence=False) for t in turns]
+        turns = sorted([*question.turns, *borrowed], key=lambda t: (t.at, t.session_id))
+        padded.append(
+            Question(
+                question_id=question.question_id,
+                question_type=question.question_type,
+                question=question.question,
+                asked_at=question.asked_at,
+                turns=tuple(turns),
+            )
+        )
+    return padded
+
+
 def events(question: Question, tenant_id: str) -> list[DialogueEvent]:
     """The question's turns as dialogue events of user ``question_id``, in time order."""
     return [

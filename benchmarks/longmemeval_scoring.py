@@ -52,6 +52,23 @@ def recovered(ranked: Ranked, evidence: set[str], k: int) -> float:
     return len(found_at(ranked, evidence, k)) / len(evidence)
 
 
+def recall_all(ranked: Ranked, evidence: set[str], k: int) -> float:
+    """LongMemEval's recall_all@k: 1.0 when every evidence turn is in the top ``k``."""
+    return 1.0 if found_at(ranked, evidence, k) == evidence else 0.0
+
+
+def ndcg(ranked: Ranked, evidence: set[str], k: int) -> float:
+    """LongMemEval's NDCG@k with binary relevance; a turn counts once, at its best rank."""
+    seen: set[str] = set()
+    gain = 0.0
+    for position, turn in enumerate(ranked[:k]):
+        if turn is not None and turn in evidence and turn not in seen:
+            seen.add(turn)
+            gain += 1.0 / math.log2(position + 2)
+    ideal = sum(1.0 / math.log2(i + 2) for i in range(min(len(evidence), k)))
+    return gain / ideal if ideal else 0.0
+
+
 def chance(turns: int, evidence: int, k: int) -> tuple[float, float]:
     """Expected (any-hit@k, recovered@k) of a uniformly random order of ``turns`` turns.
 
@@ -106,6 +123,8 @@ class Tally:
         for k in self.ks:
             self._add(system, question_type, f"any@{k}", any_hit(ranked, evidence, k))
             self._add(system, question_type, f"recovered@{k}", recovered(ranked, evidence, k))
+            self._add(system, question_type, f"all@{k}", recall_all(ranked, evidence, k))
+        self._add(system, question_type, "ndcg@10", ndcg(ranked, evidence, 10))
 
     def add_chance(self, question_type: str, turns: int, evidence: int) -> None:
         """Record the random-order expectation as the system ``chance``."""

@@ -186,3 +186,31 @@ def test_baselines_rank_the_matching_turn_first() -> None:
     assert bm25_ranking("how many postcards do I have", texts)[:2] == [1, 2]
     rows = np.asarray([[1.0, 0.0], [0.0, 1.0], [0.6, 0.8]], dtype=np.float32)
     assert cosine_ranking(np.asarray([0.0, 1.0], dtype=np.float32), rows) == [1, 2, 0]
+
+
+def test_recall_all_and_ndcg_follow_longmemeval() -> None:
+    from benchmarks.longmemeval_scoring import ndcg, recall_all
+
+    evidence = {"a", "b"}
+    assert recall_all(["a", "x", "b"], evidence, 3) == 1.0
+    assert recall_all(["a", "x", "b"], evidence, 2) == 0.0
+    assert ndcg(["a", "b", "x"], evidence, 10) == pytest.approx(1.0)
+    # One hit at rank 2 of an ideal two: (1/log2(3)) / (1 + 1/log2(3)).
+    assert ndcg(["x", "a", "a"], evidence, 10) == pytest.approx(0.6309 / 1.6309, abs=1e-3)
+    assert ndcg(["x", "y"], evidence, 10) == 0.0
+
+
+def test_distractor_sessions_pad_the_haystack_without_evidence() -> None:
+    from benchmarks.longmemeval_data import with_distractors
+
+    questions = [question_from_json(entry(f"q{i}")) for i in range(4)]
+    padded = with_distractors(questions, 2, seed=1)
+    for before, after in zip(questions, padded, strict=True):
+        borrowed = [t for t in after.turns if t not in before.turns]
+        assert {t.session_id for t in borrowed} and not any(t.evidence for t in borrowed)
+        assert {t.turn_id for t in after.evidence} == {t.turn_id for t in before.evidence}
+        assert len({t.session_id for t in borrowed}) == 2
+        first = min(t.session_at for t in before.turns)
+        assert all(t.session_at >= first for t in borrowed)
+        assert [t.at for t in after.turns] == sorted(t.at for t in after.turns)
+    assert with_distractors(questions, 0, seed=1) == questions
