@@ -24,7 +24,7 @@ import time
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass
-from pathlib import Path
+from importlib.resources import files
 from typing import Any, Protocol
 
 from fastapi import FastAPI
@@ -38,7 +38,7 @@ from pipelines.lag import Status
 
 log = logging.getLogger(__name__)
 
-PAGE = (Path(__file__).parent / "dashboard.html").read_text(encoding="utf-8")
+PAGE = files("jobs.serve").joinpath("dashboard.html").read_text(encoding="utf-8")
 
 
 class LagSource(Protocol):

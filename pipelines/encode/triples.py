@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from importlib.resources import files
 from pathlib import Path
 
 from schemas.facts import ExtractedFact
@@ -26,7 +27,7 @@ from schemas.memory import Polarity
 # predicates of pipelines/extract/vocabulary.py, canonical objects) over
 # everyday customer-service values, affirmed and negated, so a fresh install
 # has trained vectors for every relation before any user triple was seen.
-SEED_TRIPLES = Path(__file__).with_name("seed_triples.jsonl")
+SEED_TRIPLES = Path(str(files("pipelines.encode").joinpath("seed_triples.jsonl")))
 
 _NEGATION_PREFIX = "not_"
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import gc
 import logging
 from dataclasses import dataclass
+from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +18,7 @@ from pipelines.ner.features import add_features
 
 LABEL_TYPE = "ner"
 # The committed model; ``memstream train ner`` writes it here.
-MODEL_PATH = Path(__file__).parent / "model" / "final-model.pt"
+MODEL_PATH = Path(str(files("pipelines.ner").joinpath("model", "final-model.pt")))
 # Sentences per forward pass: flair's default, measured fastest of 16/32/64 on 2 cores.
 PREDICT_BATCH_SIZE = 32
 # Flair sentences longer than this are cut: the BiLSTM cost is linear in length and a

@@ -12,6 +12,7 @@ import re
 import tomllib
 from collections.abc import Iterable
 from dataclasses import dataclass
+from importlib.resources import files
 from pathlib import Path
 from typing import Literal, Self
 
@@ -19,7 +20,8 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator,
 
 from schemas.memory import MemoryRecord, Polarity
 
-RULES_FILE = Path(__file__).with_name("rules.toml")
+# Package data, read through importlib.resources (an installed package finds it too).
+RULES_FILE = Path(str(files("pipelines.review").joinpath("rules.toml")))
 # The extract stage names the user "user" as a subject (pipelines/encode/
 # seed_triples.jsonl): (user, likes, tea), but (phone_number, is, +44 ...).
 USER_SUBJECT = "user"
