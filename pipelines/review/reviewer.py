@@ -28,7 +28,7 @@ from schemas.events import ActionType, CrmWebhook, DialogueEvent, InputEvent, Us
 from schemas.facts import ExtractedFact
 from schemas.ids import chain_id, fact_id
 from schemas.lineage import SourceLineage
-from schemas.memory import Encoding, MemoryRecord, ReviewOutcome, ReviewStage
+from schemas.memory import Encoding, MemoryRecord, Polarity, ReviewOutcome, ReviewStage
 from schemas.ops import MemoryOperation, WorkingTurn
 
 Clock = Callable[[], datetime]
@@ -242,15 +242,47 @@ class Reviewer:
                 may_merge=may_merge,
             )
         closes = [c.head for c in contradictions if c.closes]
+        closes += [h for h in self._reversed(state, cand, at) if h not in closes]
         return commit(self.config, state, cand, closes, gate.outcome, may_merge=may_merge, at=at)
 
     def _chain(self, fact: ExtractedFact) -> str:
-        # A multi-valued predicate (rules.toml cardinality) keeps one chain per
-        # object, so "likes sushi" does not supersede "likes cilantro".
-        predicate = fact.predicate
-        if self.rules.is_multi_valued(predicate):
-            predicate = f"{predicate}\x1f{fact.object.casefold().strip()}"
-        return chain_id(fact.tenant_id, fact.user_id, fact.subject, predicate)
+        return self._chain_of(
+            fact.tenant_id, fact.user_id, fact.subject, fact.predicate, fact.object, fact.polarity
+        )
+
+    def _chain_of(
+        self, tenant: str, user: str, subject: str, predicate: str, obj: str, polarity: Polarity
+    ) -> str:
+        # One chain per (subject, predicate) for an affirmed single-valued fact;
+        # one per (subject, predicate, value) for a multi-valued predicate's
+        # values (rules.toml cardinality: "likes sushi" does not supersede
+        # "likes cilantro") and for every negated constraint, so "no SMS" is
+        # never closed by an unrelated "email is fine" (docs/vocabulary.md).
+        if polarity is Polarity.NEGATED or self.rules.is_multi_valued(predicate):
+            predicate = f"{predicate}\x1f{obj.casefold().strip()}"
+        return chain_id(tenant, user, subject, predicate)
+
+    def _reversed(
+        self, state: UserMemoryState, cand: MemoryRecord, at: datetime
+    ) -> list[MemoryRecord]:
+        """The current head on the other chain that states the same value with the other polarity.
+
+        For a single-valued predicate an affirmed value and its negation live on
+        different chains: "actually SMS is fine now" ends "no SMS", and "no SMS"
+        ends a current "SMS". A multi-valued value's flip stays on its own chain
+        (the conflict stage versions it).
+        """
+        if self.rules.is_multi_valued(cand.predicate):
+            return []
+        flipped = Polarity.AFFIRMED if cand.polarity is Polarity.NEGATED else Polarity.NEGATED
+        other = self._chain_of(
+            cand.tenant_id, cand.user_id, cand.subject, cand.predicate, cand.object, flipped
+        )
+        head = state.heads.get(other)
+        value = cand.object.casefold().strip()
+        if head is None or not head.is_current(at) or head.polarity is cand.polarity:
+            return []
+        return [head] if head.object.casefold().strip() == value else []
 
     @staticmethod
     def _fact_check(
