@@ -47,7 +47,12 @@ def upsert_episodes(
     episodes: Sequence[Episode],
     embed: Callable[[list[str]], Sequence[Any]],
 ) -> None:
-    """Write episodes (last one wins per id); a stored one keeps its outdated mark.
+    """Write episodes (last one wins per id), not outdated.
+
+    An episode is written once, at its turn; the turns that outdate it come
+    later in the same partition, so a redelivered batch re-applies its
+    ``outdate_episode`` operations after it and the mark is never lost: no
+    read before the write.
 
     An episode without a vector (an old operation, a producer of its own) is
     embedded with ``embed`` from its turn text, as the encode stage would.
@@ -56,11 +61,6 @@ def upsert_episodes(
     if not latest:
         return
     ids = list(latest)
-    found = collection.get(ids=ids, include=["metadatas"])
-    outdated = {
-        i: _outdated_by(m) if m.get("outdated") else None
-        for i, m in zip(found["ids"], found["metadatas"] or [], strict=True)
-    }
     missing = [i for i in ids if not latest[i].vector]
     computed = (
         dict(zip(missing, embed([latest[i].text for i in missing]), strict=True)) if missing else {}
@@ -69,7 +69,7 @@ def upsert_episodes(
     collection.upsert(
         ids=ids,
         embeddings=np.vstack(vectors),
-        metadatas=[_metadata(latest[i], outdated.get(i)) for i in ids],
+        metadatas=[_metadata(latest[i], None) for i in ids],
         documents=[latest[i].search_text() for i in ids],
     )
 

@@ -64,6 +64,9 @@ class Fallback:
     policy: StorePolicy
 
 
+DRAIN_CHUNK_DIVISOR = 8
+
+
 class StoreLane:
     """One store as the job drives it: direct writes, or its spool, and the drain."""
 
@@ -80,6 +83,11 @@ class StoreLane:
         self.sink = sink
         self.fallback = fallback
         self.clock = clock
+        # A drained batch must come in under the latency budget for the spool to
+        # empty; a whole chunk (256) takes Chroma 0.2-0.4 s on 2 busy cores, so a
+        # slow-but-up store drained chunk by chunk never recovered. An eighth
+        # of a chunk is ~30-100 ms for Chroma and Neo4j at their measured rates.
+        self.drain_chunk = max(1, sink.chunk_size // DRAIN_CHUNK_DIVISOR)
         if fallback is not None:
             metrics.SPOOL_DEPTH.labels(name).set(fallback.spool.spool_depth())
 
@@ -145,7 +153,7 @@ class StoreLane:
             return
         spool = fallback.spool
         try:
-            drained = spool.drain(self._write_drained, self.sink.chunk_size)
+            drained = spool.drain(self._write_drained, self.drain_chunk)
         except BackpressureError as exc:
             fallback.policy.record_drain(completed=False, now=self.clock())
             log.info(
