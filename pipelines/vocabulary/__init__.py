@@ -1,0 +1,164 @@
+"""The typed predicate vocabulary (predicates.toml), validated at start-up.
+
+``Vocabulary`` answers, for any predicate a fact can carry: its canonical
+name (aliases resolved), its value type, its cardinality, what its negation
+means and its TTL class; and for any value: its canonical form, whether two
+forms are the same value, and why a value does not fit (docs/vocabulary.md).
+"""
+
+from __future__ import annotations
+
+import tomllib
+from datetime import timedelta
+from enum import StrEnum
+from functools import cache
+from importlib.resources import files
+from pathlib import Path
+from typing import Literal, Self
+
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
+
+from pipelines.vocabulary.values import VALUE_TYPES, ValueType, same_key
+from schemas.memory import MemoryKind
+
+VOCABULARY_FILE = Path(str(files("pipelines.vocabulary").joinpath("predicates.toml")))
+
+
+class Cardinality(StrEnum):
+    """Whether a new value supersedes the current one or joins it."""
+
+    SINGLE = "single"
+    MULTI = "multi"
+
+
+class Negation(StrEnum):
+    """What "not <value>" means for a predicate (predicates.toml header)."""
+
+    CONSTRAINT = "constraint"
+    DISLIKE = "dislike"
+    ENDED = "ended"
+    DENIED = "denied"
+
+
+class PredicateSpec(BaseModel):
+    """One predicate of the vocabulary."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: str = ""
+    type: str
+    cardinality: Cardinality
+    kind: MemoryKind
+    negation: Negation
+    ttl: str
+    aliases: list[str] = Field(default_factory=list)
+    values: list[str] = Field(default_factory=list)
+    example: str = ""
+
+    @property
+    def value_type(self) -> ValueType:
+        """The type's normaliser, identity and check."""
+        return VALUE_TYPES[self.type]
+
+    @property
+    def multi_valued(self) -> bool:
+        """Values accumulate, one chain per value."""
+        return self.cardinality is Cardinality.MULTI
+
+    def normalise(self, value: str) -> str:
+        """The value's one canonical form."""
+        return self.value_type.normalise(value)
+
+    def problem(self, value: str) -> str | None:
+        """Why a canonical value does not fit this predicate, or None."""
+        if self.type == "enum" and value not in self.values:
+            return f"{self.name} is one of {', '.join(self.values)}"
+        found = self.value_type.check(value)
+        return None if found is None else f"{self.name} takes a {self.type} value: {found}"
+
+    def key(self, value: str) -> str:
+        """The identity of a value: surface forms of one value share it (chains)."""
+        return self.value_type.key(value)
+
+    def same_value(self, a: str, b: str) -> bool:
+        """Whether two canonical values are one value said two ways."""
+        return same_key(self.value_type, a, b)
+
+
+# A predicate the vocabulary does not name (an unknown CRM field, an agent's
+# own predicate): free text, one value at a time, never expiring.
+_OPEN = PredicateSpec(
+    type="text",
+    cardinality=Cardinality.SINGLE,
+    kind=MemoryKind.FACT,
+    negation=Negation.DENIED,
+    ttl="none",
+)
+
+
+class Vocabulary(BaseModel):
+    """The whole predicates.toml, validated."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    version: Literal[1]
+    ttl_classes: dict[str, int]
+    predicates: dict[str, PredicateSpec]
+    _by_name: dict[str, PredicateSpec] = PrivateAttr()
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Self:
+        if "none" not in self.ttl_classes or self.ttl_classes["none"] != 0:
+            raise ValueError("ttl_classes needs 'none = 0'")
+        seen: dict[str, str] = {}
+        for name, spec in self.predicates.items():
+            if spec.type not in VALUE_TYPES:
+                raise ValueError(f"{name}: unknown type {spec.type!r} ({sorted(VALUE_TYPES)})")
+            if spec.ttl not in self.ttl_classes:
+                raise ValueError(f"{name}: unknown ttl class {spec.ttl!r}")
+            if (spec.type == "enum") != bool(spec.values):
+                raise ValueError(f"{name}: 'values' goes with type 'enum', and only there")
+            for alias in [name, *spec.aliases]:
+                if alias in seen:
+                    raise ValueError(f"{alias!r} names both {seen[alias]} and {name}")
+                seen[alias] = name
+        return self
+
+    def model_post_init(self, context: object, /) -> None:
+        """Index every name and alias (case-insensitive)."""
+        by_name: dict[str, PredicateSpec] = {}
+        for name, spec in self.predicates.items():
+            named = spec.model_copy(update={"name": name})
+            for alias in [name, *spec.aliases]:
+                by_name[alias.casefold()] = named
+        self._by_name = by_name
+
+    def spec(self, predicate: str) -> PredicateSpec:
+        """The predicate's spec; an unknown predicate is open free text under its own name."""
+        found = self._by_name.get(predicate.casefold().strip())
+        return found if found is not None else _OPEN.model_copy(update={"name": predicate})
+
+    def knows(self, predicate: str) -> bool:
+        """Whether the predicate (or an alias of it) is in the vocabulary."""
+        return predicate.casefold().strip() in self._by_name
+
+    def canonical(self, predicate: str) -> str:
+        """The predicate's own name for any alias ('preferred_phone' -> 'phone_number')."""
+        return self.spec(predicate).name
+
+    def ttl(self, predicate: str) -> timedelta | None:
+        """The base TTL of the predicate's class; None when it never expires."""
+        days = self.ttl_classes[self.spec(predicate).ttl]
+        return timedelta(days=days) if days else None
+
+
+def load_vocabulary(path: Path = VOCABULARY_FILE) -> Vocabulary:
+    """Read and validate a vocabulary file (the packaged predicates.toml by default)."""
+    with path.open("rb") as handle:
+        return Vocabulary.model_validate(tomllib.load(handle))
+
+
+@cache
+def default_vocabulary() -> Vocabulary:
+    """The packaged vocabulary, loaded once per process."""
+    return load_vocabulary()

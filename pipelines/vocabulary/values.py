@@ -1,0 +1,475 @@
+"""Value types of the predicate vocabulary: one canonical form, one identity, one check.
+
+Each type answers three questions about a value, purely from its text:
+
+- ``normalise``: the one canonical form the value is stored in ("+44 7700
+  900456" -> "+447700900456", "500 Mbps" -> "500mbps", "zh" -> "chinese");
+- ``key``: the identity used to tell whether two surface forms are the same
+  value ("500mbps" / "fiber-500" / "500mbps fiber" all share the key of a
+  500 Mbps fiber plan, so a re-statement is a confirmation, not a version);
+- ``problem``: why a value does not fit the type (None when it does). The
+  review holds such a fact for a human with that reason: an address of
+  "1 gbps" is never committed.
+
+Checks are shapes, not lists of known good values, wherever the world is
+open (addresses, names, free text); closed sets (languages, channels, enum
+values) are checked by membership.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+
+# -- shared lexicons ----------------------------------------------------------
+WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
+MONTHS = (
+    "january", "february", "march", "april", "may", "june", "july",
+    "august", "september", "october", "november", "december",
+)  # fmt: skip
+_MONTH_SHORT = {m[:3]: m for m in MONTHS} | {"sept": "september"}
+_DAY_PARTS = ("morning", "afternoon", "evening", "night", "noon", "midday", "midnight", "lunch")
+_DAY_PARTS += ("lunchtime", "teatime", "dinnertime", "daytime", "overnight", "tonight")
+_DAY_SHORT = {"mon": "monday", "tue": "tuesday", "tues": "tuesday", "thu": "thursday"}
+_DAY_SHORT |= {"thur": "thursday", "thurs": "thursday", "fri": "friday", "weds": "wednesday"}
+_DAY_SHORT |= {"sat": "saturday", "sun": "sunday", "arvo": "afternoon", "wed": "wednesday"}
+_DAY_SHORT |= {"wkend": "weekend", "wkends": "weekend", "b4": "before", "tmrw": "tomorrow"}
+_DAY_SHORT |= {"tmr": "tomorrow", "tomoz": "tomorrow", "2moro": "tomorrow", "eve": "evening"}
+_PLURALS = {f"{w}s": w for w in (*WEEKDAYS, "weekend", "weekday", *_DAY_PARTS)}
+# Words a time expression is made of: a value of only these (and numbers) is a time.
+_TIME_WORDS = frozenset(
+    {*WEEKDAYS, *MONTHS, *_DAY_PARTS, *_MONTH_SHORT, "weekend", "weekday", "week", "month"}
+    | {"year", "day", "days", "today", "tomorrow", "yesterday", "now", "asap", "soon", "later"}
+    | {"next", "this", "last", "coming", "following", "every", "each", "other", "any", "anytime"}
+    | {"before", "after", "until", "till", "til", "by", "from", "to", "between", "and", "or"}
+    | {"around", "about", "at", "on", "in", "of", "the", "a", "an", "early", "late", "mid"}
+    | {"end", "start", "beginning", "middle", "first", "second", "third", "fourth", "last"}
+    | {"thing", "o'clock", "oclock", "half", "quarter", "past", "am", "pm", "ish", "sharp"}
+    | {"fortnight", "weeks", "months", "hour", "hours", "minutes", "time", "times", "slot"}
+    | {"christmas", "easter", "new", "eve", "holidays", "holiday", "term", "summer", "winter"}
+    | {"spring", "autumn", "fall", "weekdays", "weekends", "nights", "mornings", "daily"}
+    | {"only", "either", "latest", "earliest", "onwards", "later", "date", "same", "whenever"}
+    | {"school", "run", "work", "lunch", "dinner", "breakfast", "midweek", "tonite", "tues"}
+)
+_UNITS = {
+    "gb": "gb", "gig": "gb", "gigs": "gb", "mb": "mb", "tb": "tb", "kb": "kb",
+    "mbps": "mbps", "gbps": "gbps", "mbit": "mbps", "meg": "mb", "megs": "mb",
+    "kg": "kg", "g": "g", "lb": "lb", "lbs": "lb", "km": "km", "m": "m", "cm": "cm",
+    "mi": "mi", "miles": "mi", "mile": "mi", "l": "l", "ml": "ml", "kwh": "kwh",
+    "min": "min", "mins": "min", "minutes": "min", "hours": "h", "hrs": "h", "h": "h",
+    "years": "years", "yrs": "years", "months": "months", "days": "days", "%": "%",
+}  # fmt: skip
+_CURRENCY_SIGNS = {"£": "gbp", "$": "usd", "€": "eur", "¥": "jpy", "₹": "inr"}
+_CURRENCY_WORDS = {
+    "gbp": "gbp", "pound": "gbp", "pounds": "gbp", "quid": "gbp", "usd": "usd",
+    "dollar": "usd", "dollars": "usd", "bucks": "usd", "eur": "eur", "euro": "eur",
+    "euros": "eur", "jpy": "jpy", "yen": "jpy", "inr": "inr", "rupees": "inr",
+    "cad": "cad", "aud": "aud", "chf": "chf", "nzd": "nzd", "sek": "sek", "nok": "nok",
+}  # fmt: skip
+LANGUAGES = {
+    "en": "english", "zh": "chinese", "cn": "chinese", "mandarin": "chinese",
+    "es": "spanish", "fr": "french", "de": "german", "it": "italian",
+    "pt": "portuguese", "ja": "japanese", "jp": "japanese", "ko": "korean",
+    "ar": "arabic", "hi": "hindi", "ru": "russian", "nl": "dutch", "pl": "polish",
+    "tr": "turkish", "cy": "welsh", "ga": "irish", "gd": "gaelic", "ur": "urdu",
+    "bn": "bengali", "pa": "punjabi", "ta": "tamil", "vi": "vietnamese",
+    "th": "thai", "sv": "swedish", "no": "norwegian", "da": "danish",
+    "fi": "finnish", "el": "greek", "he": "hebrew", "yue": "cantonese",
+    "uk": "ukrainian", "ro": "romanian", "hu": "hungarian", "cs": "czech",
+    "fa": "persian", "farsi": "persian", "sw": "swahili", "tl": "tagalog",
+    "id": "indonesian", "ms": "malay", "gu": "gujarati", "te": "telugu",
+}  # fmt: skip
+_LANGUAGE_NAMES = frozenset(LANGUAGES.values()) | {
+    "cantonese", "filipino", "afrikaans", "zulu", "xhosa", "yoruba", "igbo",
+    "hausa", "amharic", "somali", "nepali", "sinhala", "malayalam", "kannada",
+    "marathi", "catalan", "basque", "galician", "scots", "cornish", "icelandic",
+    "serbian", "croatian", "bosnian", "slovak", "slovenian", "bulgarian",
+    "lithuanian", "latvian", "estonian", "albanian", "armenian", "georgian",
+    "kurdish", "pashto", "dari", "tigrinya", "maltese", "bsl", "sign language",
+    "british sign language", "asl", "latin", "esperanto", "mandarin chinese",
+}  # fmt: skip
+CHANNELS = {
+    "sms": "sms", "text": "sms", "texts": "sms", "text message": "sms",
+    "text messages": "sms", "texting": "sms", "email": "email", "e-mail": "email",
+    "emails": "email", "mail": "email", "call": "call", "calls": "call",
+    "phone": "call", "phone call": "call", "phone calls": "call", "calling": "call",
+    "ringing": "call", "telephone": "call", "letter": "letter", "letters": "letter",
+    "post": "letter", "paper letter": "letter", "paper letters": "letter",
+    "newsletter": "newsletter", "newsletters": "newsletter", "voicemail": "voicemail",
+    "voice mail": "voicemail", "whatsapp": "whatsapp", "whats app": "whatsapp",
+    "push": "push", "push notification": "push", "push notifications": "push",
+    "app": "push", "app notification": "push", "app notifications": "push",
+    "chat": "chat", "live chat": "chat", "video call": "video call", "video": "video call",
+}  # fmt: skip
+_ADDRESS_ABBREVIATIONS = {
+    "apt": "apartment", "apt.": "apartment", "st": "street", "st.": "street",
+    "rd": "road", "rd.": "road", "ave": "avenue", "ave.": "avenue", "ln": "lane",
+    "blvd": "boulevard", "dr": "drive", "ct": "court", "sq": "square",
+    "pl": "place", "cres": "crescent", "hwy": "highway",
+}  # fmt: skip
+# Words of a plan or product that name no feature of it ("the 30GB plan").
+_PRODUCT_FILLER = frozenset(
+    {"the", "a", "an", "my", "plan", "package", "tariff", "deal", "bundle", "option", "one"}
+    | {"subscription", "contract", "tier", "broadband", "internet", "service", "speed"}
+)
+_LEADING_DETERMINERS = re.compile(r"^(?:(?:a|an|the|my|our|some|to|in|at)\s+)+")
+_SPELLINGS = {"fibre": "fiber", "colour": "color", "centre": "center", "favourite": "favorite"}
+_NUMBER = re.compile(r"\d+(?:[.,]\d+)?")
+_CLOCK = re.compile(r"\b(\d{1,2})(?::(\d{2}))?\s*([ap])\.?\s*m\b\.?")
+_PUNCT_ENDS = " .,!?;:\"'()[]{}"
+MAX_VALUE_CHARS = 200
+
+
+def _squash(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _words(text: str) -> list[str]:
+    return re.findall(r"[a-z0-9£$€¥₹%@.'+-]+", text.casefold())
+
+
+def _singular(word: str) -> str:
+    if len(word) > 4 and word.endswith("ies"):
+        return word[:-3] + "y"
+    if len(word) > 3 and word.endswith("s") and not word.endswith(("ss", "us", "is")):
+        return word[:-1]
+    return word
+
+
+# -- normalisers ---------------------------------------------------------------
+def normalise_text(text: str) -> str:
+    """Lower case, single spaces, no determiner in front, no punctuation at the ends."""
+    value = _squash(text.casefold()).strip(_PUNCT_ENDS)
+    return _LEADING_DETERMINERS.sub("", value).strip(_PUNCT_ENDS)
+
+
+def normalise_phone(text: str) -> str:
+    """Digits only, with a leading '+' kept: '+44 7700 900456' -> '+447700900456'."""
+    digits = re.sub(r"\D", "", text)
+    return f"+{digits}" if text.strip().startswith("+") else digits
+
+
+def normalise_email(text: str) -> str:
+    """Lower case, no surrounding punctuation or mailto:."""
+    return re.sub(r"^mailto:", "", text.strip(_PUNCT_ENDS + "<>").casefold())
+
+
+def normalise_place(text: str) -> str:
+    """Lower case, single spaces, ', ' between parts, no leading 'the/to/in/at'."""
+    value = re.sub(r"\s*,\s*", ", ", _squash(text.casefold())).strip(_PUNCT_ENDS)
+    return re.sub(r"^(?:the|to|in|at|near)\s+", "", value)
+
+
+def normalise_address(text: str) -> str:
+    """A place with street abbreviations spelled out ('Apt 3B' -> 'apartment 3b')."""
+    parts = []
+    for part in normalise_place(text).split(", "):
+        words = part.split()
+        # Not the first word: "St Albans" and "Dr Patel's surgery" keep theirs.
+        words = [
+            _ADDRESS_ABBREVIATIONS.get(word, word) if i or word in {"apt", "apt."} else word
+            for i, word in enumerate(words)
+        ]
+        parts.append(" ".join(words))
+    return ", ".join(parts)
+
+
+def normalise_datetime(text: str) -> str:
+    """'Next Mondays' -> 'monday'; '2:00 p.m.' -> '2pm'; 'before 9' stays 'before 9'.
+
+    A window keeps its parts in the order said ("monday 2pm"); "next" goes
+    before a weekday or part of day but stays in "next week".
+    """
+
+    def clock(match: re.Match[str]) -> str:
+        minutes = match.group(2)
+        hm = match.group(1) if minutes in (None, "00") else f"{match.group(1)}:{minutes}"
+        return f"{hm}{match.group(3)}m"
+
+    value = _CLOCK.sub(clock, text.casefold())
+    # "Monday at 2pm" is one window, "monday 2pm".
+    value = re.sub(r"\s+(?:at|@)\s+(?=\d)", " ", value.strip(_PUNCT_ENDS))
+    value = re.sub(r"^(?:(?:on|at|in|the|this|every|any|around|about|by|from|of)\s+)+", "", value)
+    value = re.sub(
+        r"^next\s+(?=(?:mon|tues|wednes|thurs|fri|satur|sun)day|weekend|morning|afternoon|evening)",
+        "",
+        value,
+    )
+    words = [_DAY_SHORT.get(word.rstrip("."), word) for word in value.split()]
+    # "tomorrow am": a day's "am" is its morning (a clock's "9am" is one word).
+    words = [
+        "morning" if word == "am" and i and not words[i - 1][-1:].isdigit() else word
+        for i, word in enumerate(words)
+    ]
+    return " ".join(_PLURALS.get(word, word) for word in words)
+
+
+def normalise_quantity(text: str) -> str:
+    """A number and its unit joined, lower case: '500 Mbps' -> '500mbps'."""
+    value = _squash(text.casefold()).strip(_PUNCT_ENDS)
+
+    def unit(match: re.Match[str]) -> str:
+        return f"{match.group(1)}{_UNITS.get(match.group(2), match.group(2))}"
+
+    return re.sub(r"(\d)\s*(" + "|".join(map(re.escape, _UNITS)) + r")\b", unit, value)
+
+
+def normalise_product(text: str) -> str:
+    """A plan or product: a quantity's number and unit joined, spelling unified."""
+    words = [_SPELLINGS.get(word, word) for word in normalise_quantity(text).split()]
+    value = " ".join(words)
+    value = re.sub(r"\b(?:plan|tariff|package)\b", "", value)
+    return _LEADING_DETERMINERS.sub("", _squash(value)).strip(_PUNCT_ENDS)
+
+
+def normalise_money(text: str) -> str:
+    """'£15', '15 quid', 'GBP 15.00' -> '15 gbp'; a bare number stays a number."""
+    value = text.casefold().replace(",", "")
+    amount = _NUMBER.search(value)
+    if amount is None:
+        return _squash(value).strip(_PUNCT_ENDS)
+    number = amount.group(0).rstrip("0").rstrip(".") if "." in amount.group(0) else amount.group(0)
+    code = next((c for sign, c in _CURRENCY_SIGNS.items() if sign in value), None)
+    code = code or next((_CURRENCY_WORDS[w] for w in _words(value) if w in _CURRENCY_WORDS), None)
+    return f"{number} {code}" if code else number
+
+
+def normalise_language(text: str) -> str:
+    """A language's English name: 'zh' -> 'chinese', 'English' -> 'english'."""
+    value = normalise_text(text)
+    value = re.sub(r"\s+(?:language|please)$", "", value)
+    return LANGUAGES.get(value, value)
+
+
+def normalise_channel(text: str) -> str:
+    """'text messages' -> 'sms', 'by post' -> 'letter', 'phone calls' -> 'call'."""
+    value = re.sub(r"^(?:by|via|through|over|on)\s+", "", normalise_text(text))
+    return CHANNELS.get(value, value)
+
+
+def normalise_code(text: str) -> str:
+    """Codes and readings: no spaces, lower case, no punctuation at the ends."""
+    return re.sub(r"\s+", "", text.strip(_PUNCT_ENDS)).casefold()
+
+
+def normalise_age(text: str) -> str:
+    """'34 years old' -> '34'."""
+    number = _NUMBER.search(text)
+    return number.group(0) if number else normalise_text(text)
+
+
+# -- identities -------------------------------------------------------------------
+def _token_key(value: str) -> str:
+    return " ".join(sorted(_singular(word) for word in _words(value)))
+
+
+def product_key(value: str) -> str:
+    """Numbers (speeds in Mbps) and feature words; fillers and unit spellings dropped.
+
+    '500mbps', '500mbps fiber' and 'fiber-500' give '500' / '500 fiber' /
+    '500 fiber': the same plan when one's words are a subset of the other's
+    (see ``same_value``). '1gbps' is '1000'.
+    """
+    numbers, words = [], []
+    for token in re.findall(r"\d+(?:\.\d+)?[a-z]*|[a-z]+", normalise_product(value)):
+        match = re.fullmatch(r"(\d+(?:\.\d+)?)([a-z]*)", token)
+        if match is None:
+            if token not in _PRODUCT_FILLER and token not in _UNITS:
+                words.append(_SPELLINGS.get(token, token))
+            continue
+        number, unit = float(match.group(1)), match.group(2)
+        number *= 1000 if unit in {"gbps", "gig"} else 1  # speeds compare in Mbps
+        numbers.append(f"{number:g}")
+    return " ".join(sorted(numbers)) + "|" + " ".join(sorted(set(words)))
+
+
+def phone_key(value: str) -> str:
+    """The digits, without a leading '+'."""
+    return re.sub(r"\D", "", value)
+
+
+def same_phone(a: str, b: str) -> bool:
+    """'+44 7700 900456' and '07700 900456' are one number: one ends the other's digits.
+
+    The national trunk '0' and the country code differ; 7 digits are the
+    shortest subscriber number we match on.
+    """
+    short, long = sorted((phone_key(a).lstrip("0"), phone_key(b).lstrip("0")), key=len)
+    return len(short) >= 7 and long.endswith(short)
+
+
+def same_product(a: str, b: str) -> bool:
+    """The same numbers, and one's feature words a subset of the other's."""
+    nums_a, _, words_a = product_key(a).partition("|")
+    nums_b, _, words_b = product_key(b).partition("|")
+    if nums_a != nums_b or not nums_a:
+        return False
+    set_a, set_b = set(words_a.split()), set(words_b.split())
+    return set_a <= set_b or set_b <= set_a
+
+
+# -- checks -----------------------------------------------------------------------
+def _is_time_expression(value: str) -> bool:
+    words = _words(value)
+    if not words:
+        return False
+    for word in words:
+        bare = word.strip(".,'-")
+        if bare in _TIME_WORDS or bare in _DAY_SHORT or bare in _PLURALS:
+            continue
+        if re.fullmatch(r"\d{1,4}(?:[:.]\d{2})?(?:am|pm|h|hrs)?|\d{1,2}(?:st|nd|rd|th)", bare):
+            continue
+        if re.fullmatch(r"\d{1,4}[-/]\d{1,2}(?:[-/]\d{1,4})?(?:t[\d:]+z?)?|\d+-\d+", bare):
+            continue
+        if bare in {"-", "–", "&", ""}:
+            continue
+        return False
+    return True
+
+
+def _looks_like_other_type(value: str) -> str | None:
+    """The type a value parses as in full, when it is not a place."""
+    if _problem_quantity(value) is None and re.search(r"[a-z%]", value):
+        return "a quantity"
+    if _problem_money(value) is None and re.search(r"[^\d\s.]", value):
+        return "an amount of money"
+    if _is_time_expression(value):
+        return "a time"
+    if normalise_language(value) in _LANGUAGE_NAMES:
+        return "a language"
+    if normalise_channel(value) in set(CHANNELS.values()):
+        return "a contact channel"
+    if "@" in value:
+        return "an e-mail address"
+    if len(re.sub(r"\D", "", value)) >= 7 and not re.search(r"[a-z]{3}", value):
+        return "a phone number"
+    return None
+
+
+def _problem_text(value: str) -> str | None:
+    if not re.search(r"\w", value):
+        return "a value needs a letter or digit"
+    if len(value) > MAX_VALUE_CHARS:
+        return f"a value is at most {MAX_VALUE_CHARS} characters"
+    return None
+
+
+def _problem_phone(value: str) -> str | None:
+    digits = re.sub(r"\D", "", value)
+    if re.search(r"[a-z]", value.casefold().replace("ext", "")):
+        return "a phone number is made of digits"
+    if not 5 <= len(digits) <= 15:
+        return "a phone number has 5 to 15 digits (ITU E.164)"
+    return None
+
+
+def _problem_email(value: str) -> str | None:
+    if re.fullmatch(r"[^@\s]+@[^@\s]+\.[^@\s]+", value) is None:
+        return "an e-mail address needs a local part, an @ and a domain"
+    return None
+
+
+def _problem_place(value: str) -> str | None:
+    if not re.search(r"[a-z]{2}", value):
+        return "a place is named in words"
+    other = _looks_like_other_type(value)
+    return f"a place, not {other}" if other else _problem_text(value)
+
+
+def _problem_address(value: str) -> str | None:
+    return _problem_place(value)
+
+
+def _problem_person(value: str) -> str | None:
+    if re.search(r"\d", value) or not re.search(r"[a-z]{2}", value):
+        return "a person is named in words"
+    if len(value.split()) > 6:
+        return "a person's name is at most six words"
+    other = _looks_like_other_type(value)
+    return f"a person, not {other}" if other else None
+
+
+def _problem_datetime(value: str) -> str | None:
+    return None if _is_time_expression(value) else "a time is made of days, dates and clock times"
+
+
+def _problem_quantity(value: str) -> str | None:
+    if re.fullmatch(r"(?:about |around |~)?\d+(?:[.,]\d+)?\s*[a-z%]{0,6}", value) is None:
+        return "a quantity is a number with an optional unit"
+    return None
+
+
+def _problem_money(value: str) -> str | None:
+    if re.fullmatch(r"\d+(?:\.\d+)?(?: [a-z]{3})?", value) is None:
+        return "an amount of money is a number with an optional currency"
+    return None
+
+
+def _problem_age(value: str) -> str | None:
+    if re.fullmatch(r"\d{1,3}", value) is None or int(value) >= 130:
+        return "an age is a whole number of years below 130"
+    return None
+
+
+def _problem_code(value: str) -> str | None:
+    if re.fullmatch(r"[a-z0-9][a-z0-9#/_.-]{0,39}", value) is None:
+        return "a code is up to 40 letters, digits and dashes"
+    return None
+
+
+def _problem_language(value: str) -> str | None:
+    return None if value in _LANGUAGE_NAMES else f"not a language we know: {value!r}"
+
+
+def _problem_channel(value: str) -> str | None:
+    if value in set(CHANNELS.values()):
+        return None
+    return f"a contact channel is one of {sorted(set(CHANNELS.values()))}"
+
+
+def _problem_product(value: str) -> str | None:
+    return _problem_text(value)
+
+
+@dataclass(frozen=True)
+class ValueType:
+    """How values of one type are normalised, identified and checked."""
+
+    name: str
+    normalise: Callable[[str], str]
+    key: Callable[[str], str]
+    check: Callable[[str], str | None]
+    # Keys that differ yet name one value ("500mbps" / "500mbps fiber"); None: keys equal.
+    same: Callable[[str, str], bool] | None = None
+
+
+VALUE_TYPES: dict[str, ValueType] = {
+    t.name: t
+    for t in (
+        ValueType("text", normalise_text, _token_key, _problem_text),
+        ValueType("phone", normalise_phone, phone_key, _problem_phone, same_phone),
+        ValueType("email", normalise_email, str, _problem_email),
+        ValueType("address", normalise_address, _token_key, _problem_address),
+        ValueType("place", normalise_place, _token_key, _problem_place),
+        ValueType("person", normalise_text, _token_key, _problem_person),
+        ValueType("datetime", normalise_datetime, _token_key, _problem_datetime),
+        ValueType("date", normalise_datetime, _token_key, _problem_datetime),
+        ValueType("quantity", normalise_quantity, str, _problem_quantity),
+        ValueType("money", normalise_money, str, _problem_money),
+        ValueType("age", normalise_age, str, _problem_age),
+        ValueType("code", normalise_code, str, _problem_code),
+        ValueType("language", normalise_language, str, _problem_language),
+        ValueType("channel", normalise_channel, str, _problem_channel),
+        ValueType("product", normalise_product, product_key, _problem_product, same_product),
+        # enum: membership is checked by the predicate (its own ``values``).
+        ValueType("enum", normalise_text, str, _problem_text),
+    )
+}
+
+
+def same_key(value_type: ValueType, a: str, b: str) -> bool:
+    """Whether two canonical values of one type are the same value."""
+    if value_type.key(a) == value_type.key(b):
+        return True
+    return value_type.same is not None and value_type.same(a, b)
