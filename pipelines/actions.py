@@ -11,6 +11,7 @@ from collections.abc import Mapping
 
 from pydantic import ValidationError
 
+from pipelines.extract.typed import typed
 from schemas.events import ActionType, UserAction
 from schemas.facts import Assertor, ExtractedFact
 from schemas.memory import MemoryKind, Polarity
@@ -49,7 +50,9 @@ def action_facts(action: UserAction) -> list[ExtractedFact]:
             )
         ]
     if action.action_type is ActionType.STORE_MEMORY:
-        return [_stored_memory(action, base)]
+        # An agent's tool names the predicate as it likes ("preferred_phone"):
+        # stored under the vocabulary's name and form, as dialogue facts are.
+        return typed([_stored_memory(action, base)])
     return []
 
 

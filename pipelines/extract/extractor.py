@@ -39,6 +39,7 @@ from pipelines.extract.spans import (
     with_gazetteer_places,
     with_gazetteer_times,
 )
+from pipelines.extract.typed import typed
 from pipelines.ner.tagger import MODEL_PATH, NerTagger
 from pipelines.parse.model import Intent, ParsedTurn
 from pipelines.parse.parser import DialogueParser, parsed_head
@@ -161,6 +162,7 @@ class FactExtractor:
                 and is_affirmation(event.text)
             ):
                 results[i] += self._confirmed(event, parsed, results[i], context)
+            results[i] = typed(results[i])
             # The topic a turn sets is that of the times it stated, else its first cue:
             # "I can't come on Monday, I'm travelling" stays about the appointment.
             times = [f.predicate for f in results[i] if "TIME" in f.fields]

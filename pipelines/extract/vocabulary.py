@@ -10,41 +10,18 @@ from __future__ import annotations
 
 import re
 
+from pipelines.vocabulary import Negation, default_vocabulary
 from schemas.memory import MemoryKind
 
-# predicate -> the kind a plain affirmed statement of it has.
+# predicate -> the kind a plain affirmed statement of it has (predicates.toml).
 PREDICATES: dict[str, MemoryKind] = {
-    "phone_number": MemoryKind.FACT,
-    "email": MemoryKind.FACT,
-    "address": MemoryKind.FACT,
-    "door_code": MemoryKind.FACT,
-    "meter_reading": MemoryKind.FACT,
-    "allergy": MemoryKind.FACT,
-    "diet": MemoryKind.PREFERENCE,
-    "likes": MemoryKind.PREFERENCE,
-    "contact_channel": MemoryKind.PREFERENCE,
-    "payment_method": MemoryKind.PREFERENCE,
-    "plan": MemoryKind.FACT,
-    "contact_time": MemoryKind.PREFERENCE,
-    "installation_time": MemoryKind.STATUS,
-    "delivery_time": MemoryKind.STATUS,
-    "appointment_time": MemoryKind.STATUS,
-    "travel_time": MemoryKind.STATUS,
-    "payment_date": MemoryKind.FACT,
-    "travel": MemoryKind.STATUS,
-    "order_status": MemoryKind.STATUS,
-    "callback_time": MemoryKind.COMMITMENT,
+    name: spec.kind for name, spec in default_vocabulary().predicates.items()
 }
 # A negated time or channel is a standing constraint ("no calls before 9").
 RULE_WHEN_NEGATED = frozenset(
-    {
-        "contact_time",
-        "contact_channel",
-        "installation_time",
-        "delivery_time",
-        "appointment_time",
-        "travel_time",
-    }
+    name
+    for name, spec in default_vocabulary().predicates.items()
+    if spec.negation is Negation.CONSTRAINT
 )
 
 # "send an engineer on Saturday" is a visit, not a delivery: a person sent (or

@@ -15,17 +15,6 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from schemas.memory import MemoryKind
 
 
-def _default_attribute_ttls() -> dict[str, timedelta]:
-    # docs/architecture.md, Stages examples: "I travel tomorrow" has a base of 2 days, "order
-    # shipped" 7 days (a parcel's usual delivery window). Keys are attributes
-    # (rules.attribute: (travel, to, Berlin) and (user, travel, Berlin) both
-    # set "travel"), matched case-insensitively.
-    return {
-        "travel": timedelta(days=2),
-        "order_status": timedelta(days=7),
-    }
-
-
 def _default_kind_ttls() -> dict[MemoryKind, timedelta]:
     # A status ("busy", "in a meeting", "current_project") with no attribute
     # rule above lives a day before it is re-stated or dropped: our own choice,
@@ -51,7 +40,11 @@ class ReviewConfig(BaseModel):
     # fact check is released when this many distinct events have stated it.
     # Two = the original statement plus one independent repeat.
     hold_release_statements: int = Field(default=2, ge=2)
-    attribute_ttl: dict[str, timedelta] = Field(default_factory=_default_attribute_ttls)
+    # Per-attribute overrides of the vocabulary's TTL classes (pipelines/vocabulary/
+    # predicates.toml: travel 2 d, order_status 7 d, bookings 30 d). Keys are
+    # attributes ((travel, to, Berlin) and (user, travel, Berlin) both set
+    # "travel"), matched case-insensitively.
+    attribute_ttl: dict[str, timedelta] = Field(default_factory=dict)
     kind_ttl: dict[MemoryKind, timedelta] = Field(default_factory=_default_kind_ttls)
     # A pending item waits this long for a confirm/reject action before it
     # lapses. docs/architecture.md gives no number; a week covers a user who comes back
@@ -93,6 +86,16 @@ class ReviewConfig(BaseModel):
             raise ValueError("TTLs must be positive")
         return self
 
-    def base_ttl(self, attribute: str, kind: MemoryKind) -> timedelta | None:
-        """The base TTL of a fact: its attribute's rule first, then its kind's."""
-        return self.attribute_ttl.get(attribute.casefold(), self.kind_ttl.get(kind))
+    def base_ttl(
+        self, attribute: str, kind: MemoryKind, vocabulary_ttl: timedelta | None = None
+    ) -> timedelta | None:
+        """The base TTL of a fact: an attribute override, its predicate's class, its kind's.
+
+        A standing rule ("no calls before 9") never expires: it ends only when
+        the same value is reversed.
+        """
+        if kind is MemoryKind.RULE:
+            return None
+        if attribute.casefold() in self.attribute_ttl:
+            return self.attribute_ttl[attribute.casefold()]
+        return vocabulary_ttl if vocabulary_ttl is not None else self.kind_ttl.get(kind)

@@ -37,8 +37,15 @@ class GateDecision:
     outcome: ReviewOutcome
 
 
-def hitl(config: ReviewConfig, fact: ExtractedFact, held: str | None) -> GateDecision:
-    """Commit, pend or skip one fact; ``held`` is the fact check's reason to hold it."""
+def hitl(
+    config: ReviewConfig, fact: ExtractedFact, held: str | None, invalid: str | None = None
+) -> GateDecision:
+    """Commit, pend or skip one fact.
+
+    ``held`` is the fact check's reason to hold it for a contradiction,
+    ``invalid`` its reason when the value does not fit the predicate's type:
+    such a value waits for a human whoever said it, a CRM included.
+    """
     conf = fact.confidence
 
     def decide(gate: Gate, reason: str, cause: PendingCause | None = None) -> GateDecision:
@@ -46,6 +53,8 @@ def hitl(config: ReviewConfig, fact: ExtractedFact, held: str | None) -> GateDec
         return GateDecision(gate, cause, outcome)
 
     user_voice = fact.asserted_by in _USER_VOICES
+    if invalid is not None and (fact.authoritative or conf >= config.pending_threshold):
+        return decide(Gate.PENDING, invalid, PendingCause.INVALID_VALUE)
     if fact.authoritative and user_voice:  # an agent cannot vouch for itself
         return decide(Gate.COMMIT, f"authoritative source ({fact.asserted_by.value})")
     if conf < config.pending_threshold:

@@ -20,10 +20,11 @@ from pipelines.review.commit import commit
 from pipelines.review.config import ReviewConfig
 from pipelines.review.gate import Gate, hitl
 from pipelines.review.pending import hold, resolve_action
-from pipelines.review.rules import Contradiction, ReviewRules, load_rules
+from pipelines.review.rules import Contradiction, ReviewRules, attribute, load_rules
 from pipelines.review.state import UserMemoryState
 from pipelines.review.timeliness import expiry
 from pipelines.route import AppendTurn, Decision, EraseUser, route
+from pipelines.vocabulary import PredicateSpec, default_vocabulary
 from schemas.events import ActionType, CrmWebhook, DialogueEvent, InputEvent, UserAction
 from schemas.facts import ExtractedFact
 from schemas.ids import chain_id, fact_id
@@ -46,6 +47,9 @@ class Reviewer:
         """``clock`` gives "now"; None (the default) uses each event's own time."""
         self.config = config or ReviewConfig()
         self.rules = rules or load_rules()
+        # The packaged vocabulary: chains, types and identities are one per process
+        # (pipelines/review/state.py compares surface forms with it too).
+        self.vocabulary = default_vocabulary()
         self._clock = clock
 
     def new_state(self) -> UserMemoryState:
@@ -188,21 +192,18 @@ class Reviewer:
         lineage: SourceLineage,
         at: datetime,
     ) -> list[Decision]:
-        impossible = self.rules.impossible_reason(
-            fact.subject, fact.predicate, fact.object, fact.polarity
-        )
-        if impossible is not None:
-            state.count("impossible")
-            return []
+        invalid = self._spec(fact.subject, fact.predicate).problem(fact.object)
         contradictions = self.rules.contradictions(
             fact.subject, fact.predicate, fact.object, fact.polarity, state.current(at)
         )
-        checked, held = self._fact_check(fact, contradictions)
+        checked, held = self._fact_check(fact, contradictions, invalid)
         expires_at, timely = expiry(self.config, fact)
-        gate = hitl(self.config, fact, held)
+        gate = hitl(self.config, fact, held, invalid)
         if gate.gate is Gate.SKIP:
             state.count("skipped")
             return []
+        if invalid is not None:
+            state.count("invalid_value")
         chain = self._chain(fact)
         cand = MemoryRecord(
             fact_id=fact_id(chain, fact.event_id, fact.object, fact.polarity.value),
@@ -250,16 +251,21 @@ class Reviewer:
             fact.tenant_id, fact.user_id, fact.subject, fact.predicate, fact.object, fact.polarity
         )
 
+    def _spec(self, subject: str, predicate: str) -> PredicateSpec:
+        return self.vocabulary.spec(attribute(subject, predicate))
+
     def _chain_of(
         self, tenant: str, user: str, subject: str, predicate: str, obj: str, polarity: Polarity
     ) -> str:
         # One chain per (subject, predicate) for an affirmed single-valued fact;
         # one per (subject, predicate, value) for a multi-valued predicate's
-        # values (rules.toml cardinality: "likes sushi" does not supersede
-        # "likes cilantro") and for every negated constraint, so "no SMS" is
-        # never closed by an unrelated "email is fine" (docs/vocabulary.md).
-        if polarity is Polarity.NEGATED or self.rules.is_multi_valued(predicate):
-            predicate = f"{predicate}\x1f{obj.casefold().strip()}"
+        # values ("likes sushi" does not supersede "likes cilantro") and for
+        # every negated constraint, so "no SMS" is never closed by an unrelated
+        # "email is fine" (docs/vocabulary.md, Version chains). The value's
+        # identity names the chain, so its surface forms share one.
+        spec = self._spec(subject, predicate)
+        if polarity is Polarity.NEGATED or spec.multi_valued:
+            predicate = f"{predicate}\x1f{spec.key(obj)}"
         return chain_id(tenant, user, subject, predicate)
 
     def _reversed(
@@ -272,22 +278,26 @@ class Reviewer:
         ends a current "SMS". A multi-valued value's flip stays on its own chain
         (the conflict stage versions it).
         """
-        if self.rules.is_multi_valued(cand.predicate):
+        spec = self._spec(cand.subject, cand.predicate)
+        if spec.multi_valued:
             return []
         flipped = Polarity.AFFIRMED if cand.polarity is Polarity.NEGATED else Polarity.NEGATED
         other = self._chain_of(
             cand.tenant_id, cand.user_id, cand.subject, cand.predicate, cand.object, flipped
         )
         head = state.heads.get(other)
-        value = cand.object.casefold().strip()
         if head is None or not head.is_current(at) or head.polarity is cand.polarity:
             return []
-        return [head] if head.object.casefold().strip() == value else []
+        return [head] if spec.same_value(head.object, cand.object) else []
 
     @staticmethod
     def _fact_check(
-        fact: ExtractedFact, contradictions: list[Contradiction]
+        fact: ExtractedFact, contradictions: list[Contradiction], invalid: str | None
     ) -> tuple[ReviewOutcome, str | None]:
+        if invalid is not None:
+            return ReviewOutcome(
+                stage=ReviewStage.FACT_CHECK, decision="hold", reason=invalid
+            ), None
         if not contradictions:
             return ReviewOutcome(stage=ReviewStage.FACT_CHECK, decision="pass"), None
         found = "; ".join(

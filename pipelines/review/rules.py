@@ -1,9 +1,10 @@
 """Stage 1 of the review, the fact check: declarative rules from rules.toml.
 
-The rules file is data (cardinality, mutually exclusive predicates, object
-categories and their conflicts, impossible values); this module validates it
-into pydantic models and answers two questions about a candidate fact: is its
-value impossible, and which current facts does it contradict.
+The rules file is data (mutually exclusive predicates, object categories and
+their conflicts); this module validates it into pydantic models and answers
+one question about a candidate fact: which current facts does it contradict.
+Whether a value fits its predicate at all is the vocabulary's type check
+(pipelines/vocabulary).
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ def attribute(subject: str, predicate: str) -> str:
     """The attribute a fact sets: "phone_number" for both forms below.
 
     The predicate of (user, phone_number, X), the subject of (phone_number,
-    is, X). TTLs, impossible values, category conflicts and status keys are keyed by
+    is, X). TTLs, value types, category conflicts and status keys are keyed by
     it, so both forms behave alike.
     """
     subj = subject.casefold().strip()
@@ -44,13 +45,6 @@ def _casefold_all(values: list[str]) -> list[str]:
 
 class _Rule(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class Cardinality(_Rule):
-    """Predicates that hold several objects at once (one chain per object)."""
-
-    multi_valued: list[str] = Field(default_factory=list)
-    _casefold = field_validator("multi_valued")(_casefold_all)
 
 
 class ExclusiveRule(_Rule):
@@ -109,15 +103,6 @@ class CategoryConflict(_Rule):
     _casefold = field_validator("attributes")(_casefold_all)
 
 
-class ImpossibleValue(_Rule):
-    """The object of an affirmed fact setting ``attributes`` must match ``pattern``."""
-
-    attributes: list[str] = Field(min_length=1)
-    pattern: re.Pattern[str]
-    reason: str = Field(min_length=1)
-    _casefold = field_validator("attributes")(_casefold_all)
-
-
 @dataclass(frozen=True)
 class Contradiction:
     """A current fact that a candidate contradicts, and what to do on strong evidence.
@@ -137,11 +122,9 @@ class ReviewRules(_Rule):
     """The whole rules file, validated."""
 
     version: Literal[1]
-    cardinality: Cardinality = Cardinality()
     exclusive: list[ExclusiveRule] = Field(default_factory=list)
     categories: dict[str, Category] = Field(default_factory=dict)
     category_conflict: list[CategoryConflict] = Field(default_factory=list)
-    impossible: list[ImpossibleValue] = Field(default_factory=list)
     # Which candidates any contradiction rule can concern: most facts (a phone
     # number, a city) concern none and skip the scan of the current facts.
     _guarded: frozenset[str] = PrivateAttr()
@@ -159,22 +142,6 @@ class ReviewRules(_Rule):
             if unknown:
                 raise ValueError(f"category_conflict {conflict.name!r}: unknown {unknown}")
         return self
-
-    def is_multi_valued(self, predicate: str) -> bool:
-        """Whether a predicate holds several objects at once (rules.toml cardinality)."""
-        return predicate.casefold() in self.cardinality.multi_valued
-
-    def impossible_reason(
-        self, subject: str, predicate: str, obj: str, polarity: Polarity
-    ) -> str | None:
-        """Why a value cannot be true, or None when it is possible."""
-        if polarity is not Polarity.AFFIRMED:
-            return None  # "my phone number is not X" asserts nothing about X's form
-        attr = attribute(subject, predicate)
-        for rule in self.impossible:
-            if attr in rule.attributes and not rule.pattern.fullmatch(obj.strip()):
-                return f"{rule.reason}: {obj!r}"
-        return None
 
     def contradictions(
         self,

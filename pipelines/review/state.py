@@ -26,6 +26,8 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
+from pipelines.review.rules import attribute
+from pipelines.vocabulary import default_vocabulary
 from schemas.lineage import SourceLineage
 from schemas.memory import MemoryRecord, Polarity, Tier
 
@@ -47,6 +49,7 @@ class PendingCause(StrEnum):
     CONTRADICTION = "contradiction"  # held by the fact check; released by a repeat
     LOW_CONFIDENCE = "low_confidence"  # between the pending and commit thresholds
     NOT_USER = "not_user"  # asserted by the agent/system: only the user can confirm
+    INVALID_VALUE = "invalid_value"  # does not fit its predicate's type: a human decides
 
 
 @dataclass(frozen=True)
@@ -95,12 +98,18 @@ class PendingItem:
 
 
 def same_statement(record: MemoryRecord, chain: str, obj: str, polarity: Polarity) -> bool:
-    """Whether ``record`` states exactly this value on this chain."""
-    return (
-        record.chain_id == chain
-        and record.polarity is polarity
-        and record.object.casefold().strip() == obj.casefold().strip()
-    )
+    """Whether ``record`` states this value on this chain, in any surface form.
+
+    "fiber-500" re-states "500mbps fiber" and "+1 555 0178" re-states
+    "5550178" (the value type's identity, pipelines/vocabulary/values.py): a
+    confirmation, not a new version.
+    """
+    if record.chain_id != chain or record.polarity is not polarity:
+        return False
+    if record.object.casefold().strip() == obj.casefold().strip():
+        return True
+    spec = default_vocabulary().spec(attribute(record.subject, record.predicate))
+    return spec.same_value(record.object, obj)
 
 
 class UserMemoryState:

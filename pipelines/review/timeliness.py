@@ -12,6 +12,7 @@ from datetime import datetime
 
 from pipelines.review.config import ReviewConfig
 from pipelines.review.rules import attribute
+from pipelines.vocabulary import default_vocabulary
 from schemas.facts import ExtractedFact
 from schemas.memory import ReviewOutcome, ReviewStage
 
@@ -21,7 +22,7 @@ _SECONDS_PER_DAY = 86_400
 def expiry(config: ReviewConfig, fact: ExtractedFact) -> tuple[datetime | None, ReviewOutcome]:
     """When the fact stops being current (from its event time), and why."""
     attr = attribute(fact.subject, fact.predicate)
-    base = config.base_ttl(attr, fact.kind)
+    base = config.base_ttl(attr, fact.kind, default_vocabulary().ttl(attr))
     if base is None:
         reason = f"no base TTL for attribute {attr!r} or kind {fact.kind.value!r}"
         return None, ReviewOutcome(stage=ReviewStage.TIMELINESS, decision="no_ttl", reason=reason)

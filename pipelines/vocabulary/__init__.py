@@ -70,7 +70,8 @@ class PredicateSpec(BaseModel):
         return self.value_type.normalise(value)
 
     def problem(self, value: str) -> str | None:
-        """Why a canonical value does not fit this predicate, or None."""
+        """Why a value (in any surface form) does not fit this predicate, or None."""
+        value = self.normalise(value)
         if self.type == "enum" and value not in self.values:
             return f"{self.name} is one of {', '.join(self.values)}"
         found = self.value_type.check(value)
@@ -78,11 +79,11 @@ class PredicateSpec(BaseModel):
 
     def key(self, value: str) -> str:
         """The identity of a value: surface forms of one value share it (chains)."""
-        return self.value_type.key(value)
+        return self.value_type.key(self.normalise(value))
 
     def same_value(self, a: str, b: str) -> bool:
-        """Whether two canonical values are one value said two ways."""
-        return same_key(self.value_type, a, b)
+        """Whether two values are one value said two ways."""
+        return same_key(self.value_type, self.normalise(a), self.normalise(b))
 
 
 # A predicate the vocabulary does not name (an unknown CRM field, an agent's

@@ -21,6 +21,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import datetime
 
 # -- shared lexicons ----------------------------------------------------------
 WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
@@ -29,8 +30,9 @@ MONTHS = (
     "august", "september", "october", "november", "december",
 )  # fmt: skip
 _MONTH_SHORT = {m[:3]: m for m in MONTHS} | {"sept": "september"}
-_DAY_PARTS = ("morning", "afternoon", "evening", "night", "noon", "midday", "midnight", "lunch")
-_DAY_PARTS += ("lunchtime", "teatime", "dinnertime", "daytime", "overnight", "tonight")
+_DAY_PARTS: tuple[str, ...] = ("morning", "afternoon", "evening", "night", "noon", "midday")
+_DAY_PARTS += ("midnight", "lunch", "lunchtime", "teatime", "dinnertime", "daytime", "overnight")
+_DAY_PARTS += ("tonight",)
 _DAY_SHORT = {"mon": "monday", "tue": "tuesday", "tues": "tuesday", "thu": "thursday"}
 _DAY_SHORT |= {"thur": "thursday", "thurs": "thursday", "fri": "friday", "weds": "wednesday"}
 _DAY_SHORT |= {"sat": "saturday", "sun": "sunday", "arvo": "afternoon", "wed": "wednesday"}
@@ -132,6 +134,8 @@ def _words(text: str) -> list[str]:
 def _singular(word: str) -> str:
     if len(word) > 4 and word.endswith("ies"):
         return word[:-3] + "y"
+    if len(word) > 4 and word.endswith(("shes", "ches", "xes", "sses", "zes")):
+        return word[:-2]
     if len(word) > 3 and word.endswith("s") and not word.endswith(("ss", "us", "is")):
         return word[:-1]
     return word
@@ -187,6 +191,9 @@ def normalise_datetime(text: str) -> str:
         hm = match.group(1) if minutes in (None, "00") else f"{match.group(1)}:{minutes}"
         return f"{hm}{match.group(3)}m"
 
+    iso = _iso_window(text)
+    if iso is not None:
+        return iso
     value = _CLOCK.sub(clock, text.casefold())
     # "Monday at 2pm" is one window, "monday 2pm".
     value = re.sub(r"\s+(?:at|@)\s+(?=\d)", " ", value.strip(_PUNCT_ENDS))
@@ -203,6 +210,28 @@ def normalise_datetime(text: str) -> str:
         for i, word in enumerate(words)
     ]
     return " ".join(_PLURALS.get(word, word) for word in words)
+
+
+_ISO = re.compile(r"\d{4}-\d{2}-\d{2}(?:[T ][\d:.]+(?:Z|[+-]\d{2}:?\d{2})?)?")
+
+
+def _iso_window(text: str) -> str | None:
+    """A machine timestamp (CRM, agent tools) as a date and a clock time, in its own zone."""
+    if (
+        re.fullmatch(r"\d{4}-\d{2}-\d{2}(?:[T ][\d:.]+(?:Z|[+-]\d{2}:?\d{2})?)?", text.strip())
+        is None
+    ):
+        return None
+    try:
+        moment = datetime.fromisoformat(text.strip())
+    except ValueError:
+        return None
+    date = moment.date().isoformat()
+    if len(text.strip()) == 10 or (moment.hour, moment.minute) == (0, 0):
+        return date
+    hour = moment.hour % 12 or 12
+    minutes = f":{moment.minute:02d}" if moment.minute else ""
+    return f"{date} {hour}{minutes}{'am' if moment.hour < 12 else 'pm'}"
 
 
 def normalise_quantity(text: str) -> str:

@@ -145,11 +145,20 @@ def test_crm_overrides_a_contradiction_at_once() -> None:
     assert types(ops) == ["close_fact", "upsert_fact"]
 
 
-def test_impossible_values_are_dropped_and_counted() -> None:
+def test_a_value_of_the_wrong_type_is_held_with_its_reason_never_committed() -> None:
     feed = Feed()
     ops = feed.say("e1", fact("e1", "phone_number", "call me maybe", confidence=0.99))
-    assert types(ops) == ["append_turn"]
-    assert feed.state.counters["impossible"] == 1
+    assert types(ops) == ["append_turn", "add_pending"]
+    held = record(ops[1])
+    (check,) = [r for r in held.review if r.stage.value == "fact_check"]
+    assert check.decision == "hold" and "phone_number takes a phone value" in (check.reason or "")
+    assert feed.state.counters["invalid_value"] == 1
+    # Saying it again does not release it (only a human does), even from a CRM.
+    again = feed.say("e2", fact("e2", "phone_number", "call me maybe", confidence=0.99))
+    assert "upsert_fact" not in types(again)
+    crm = feed.crm("c1", fact("c1", "address", "1 Gbps", confidence=1.0))
+    assert types(crm) == ["add_pending"]
+    assert not feed.current(T0 + DAY)
 
 
 def test_pending_items_lapse_after_their_expiry() -> None:

@@ -1,0 +1,163 @@
+"""The predicate vocabulary: validated on load, every value type normalising, identifying, checking."""
+
+from __future__ import annotations
+
+import re
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+from pydantic import ValidationError
+
+from pipelines.vocabulary import VOCABULARY_FILE, Cardinality, default_vocabulary, load_vocabulary
+
+ROOT = Path(__file__).resolve().parents[3]
+V = default_vocabulary()
+
+
+def test_every_predicate_is_documented_with_its_type() -> None:
+    doc = (ROOT / "docs" / "vocabulary.md").read_text(encoding="utf-8")
+    for name, spec in V.predicates.items():
+        assert re.search(rf"\| `{name}` \| {spec.type} \| {spec.cardinality.value} \|", doc), name
+
+
+def test_aliases_resolve_and_unknown_predicates_stay_open_text() -> None:
+    assert V.canonical("preferred_phone") == "phone_number"
+    assert V.canonical("Notification_Channel") == "contact_channel"
+    assert V.spec("allergic_to").multi_valued
+    unknown = V.spec("service_credit_eur")
+    assert unknown.name == "service_credit_eur" and unknown.cardinality is Cardinality.SINGLE
+    assert not V.knows("service_credit_eur") and V.knows("mobile")
+
+
+def test_ttl_classes() -> None:
+    assert V.ttl("travel") == timedelta(days=2)
+    assert V.ttl("order_status") == timedelta(days=7)
+    assert V.ttl("phone_number") is None
+
+
+@pytest.mark.parametrize(
+    ("predicate", "said", "canonical"),
+    [
+        ("phone_number", "+44 7700 900456", "+447700900456"),
+        ("email", " Sam.Lee@Example.COM.", "sam.lee@example.com"),
+        (
+            "address",
+            "42 Maple Street, Apt 3B, Springfield",
+            "42 maple street, apartment 3b, springfield",
+        ),
+        ("address", "St Albans Rd", "st albans road"),
+        ("appointment_time", "Monday at 2 pm", "monday 2pm"),
+        ("appointment_time", "next Thursdays", "thursday"),
+        ("appointment_time", "2:00 p.m.", "2pm"),
+        ("appointment_time", "9:30 am", "9:30am"),
+        ("installation_time", "2026-03-09T14:00:00Z", "2026-03-09 2pm"),
+        ("delivery_time", "2026-03-09", "2026-03-09"),
+        ("plan", "the 500 Mbps fibre plan", "500mbps fiber"),
+        ("budget", "300 quid", "300 gbp"),
+        ("budget", "£12.50", "12.5 gbp"),
+        ("age", "34 years old", "34"),
+        ("preferred_language", "zh", "chinese"),
+        ("preferred_language", "English", "english"),
+        ("contact_channel", "text messages", "sms"),
+        ("contact_channel", "by post", "letter"),
+        ("door_code", " 45 12 ", "4512"),
+        ("likes", "The spicy noodles!", "spicy noodles"),
+    ],
+)
+def test_values_have_one_canonical_form(predicate: str, said: str, canonical: str) -> None:
+    assert V.spec(predicate).normalise(said) == canonical
+
+
+@pytest.mark.parametrize(
+    ("predicate", "a", "b", "same"),
+    [
+        ("plan", "500mbps", "fiber-500", True),
+        ("plan", "500mbps fiber", "500mbps", True),
+        ("plan", "fiber-1000", "1gbps", True),  # speeds compare in Mbps
+        ("plan", "fiber-500", "fiber-1000", False),
+        ("plan", "30gb", "unlimited", False),
+        ("phone_number", "5550178", "+15550178", True),
+        ("phone_number", "07700900456", "+447700900456", True),
+        ("phone_number", "5550178", "5550199", False),
+        ("phone_number", "0178", "5550178", False),  # too short to be the same number
+        ("address", "elm street 31", "31 elm street", True),
+        ("installation_time", "2pm monday", "monday 2pm", True),
+        ("installation_time", "monday", "monday 2pm", False),
+        ("likes", "spicy dishes", "spicy dish", True),
+        ("email", "a@b.co", "a@b.com", False),
+    ],
+)
+def test_surface_forms_of_one_value_are_the_same_value(
+    predicate: str, a: str, b: str, same: bool
+) -> None:
+    spec = V.spec(predicate)
+    assert spec.same_value(spec.normalise(a), spec.normalise(b)) is same
+
+
+@pytest.mark.parametrize(
+    ("predicate", "value", "fits"),
+    [
+        ("address", "1 gbps", False),
+        ("address", "english", False),
+        ("address", "monday 2pm", False),
+        ("address", "17 harbor road, unit 5, bayview", True),
+        ("address", "77 cedar road, flat 2", True),
+        ("lives_in", "anything at all", True),
+        ("phone_number", "ask my assistant", False),
+        ("phone_number", "+33 (0)1 42 68 53 00", True),
+        ("phone_number", "123", False),
+        ("email", "ana at example", False),
+        ("email", "ana@example.com", True),
+        ("age", "42", True),
+        ("age", "130", False),
+        ("appointment_time", "thursday between 9 and 11am", True),
+        ("appointment_time", "end of the month", True),
+        ("appointment_time", "the blue one", False),
+        ("preferred_language", "klingon", False),
+        ("contact_channel", "pigeon", False),
+        ("diet", "vegan", True),
+        ("diet", "spaghetti", False),
+        ("order_status", "shipped", True),
+        ("budget", "300 gbp", True),
+        ("budget", "lots", False),
+        ("name", "priya", True),
+        ("name", "5550178", False),
+        ("likes", "x" * 201, False),
+        ("likes", "🙂", False),
+    ],
+)
+def test_values_that_do_not_fit_their_type_have_a_reason(
+    predicate: str, value: str, fits: bool
+) -> None:
+    spec = V.spec(predicate)
+    problem = spec.problem(spec.normalise(value))
+    assert (problem is None) is fits
+    if problem is not None:
+        assert spec.name in problem
+
+
+def _write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "predicates.toml"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_a_broken_vocabulary_is_an_error_at_start_up(tmp_path: Path) -> None:
+    base = VOCABULARY_FILE.read_text(encoding="utf-8")
+    with pytest.raises(ValidationError, match="unknown type"):
+        load_vocabulary(_write(tmp_path, base.replace('type = "phone"', 'type = "fone"')))
+    with pytest.raises(ValidationError, match="names both"):
+        load_vocabulary(
+            _write(tmp_path, base.replace('aliases = ["email_address"', 'aliases = ["mobile"'))
+        )
+    with pytest.raises(ValidationError, match="ttl class"):
+        load_vocabulary(_write(tmp_path, base.replace('ttl = "trip"', 'ttl = "voyage"', 1)))
+    with pytest.raises(ValidationError, match="extra"):
+        load_vocabulary(
+            _write(
+                tmp_path,
+                base
+                + '\n[predicates.x]\ntype="text"\ncardinality="single"\nkind="fact"\nnegation="ended"\nttl="none"\ncolour="red"\n',
+            )
+        )
