@@ -1,0 +1,85 @@
+"""When time spans of one turn are one window ("Monday" + "at 10am" -> ``monday 10am``).
+
+The labelling guide (benchmarks/devset/LABELLING.md, "Objects") writes a
+window said together as one value; older files wrote its parts as separate
+facts. One rule decides both readings, so alignment (old labels merged into
+windows) and decoding (predicted parts joined) never disagree: each part
+adds a kind the window lacks (a day, a date, a time of day), with at most a
+few filler tokens between parts and no word that separates alternatives or
+clauses. "Monday or Wednesday" stays two facts (same kind, and "or").
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from enum import StrEnum
+
+from pipelines.vocabulary.values import MONTHS, WEEKDAYS
+
+# A window's parts sit close: "Monday at 10am", "the Friday, the 28th".
+MAX_GAP_TOKENS = 3
+# Words that keep two times apart: alternatives ("Monday or 10am"), contrasts
+# and sentence ends ("Monday. 10am is taken").
+_SEPARATORS = frozenset(
+    {"or", "and", "but", "not", "no", "nor", "either", "neither", "instead", "than", "except"}
+    | {"unless", "then", "also", ".", "?", "!", ";", "/", "&", "+"}
+)
+_DAY_WORDS = frozenset(
+    {*WEEKDAYS, *(f"{day}s" for day in WEEKDAYS), "weekend", "weekends", "weekday", "weekdays"}
+    | {"today", "tomorrow", "tonight", "mon", "tue", "tues", "wed", "weds", "thu", "thur"}
+    | {"thurs", "fri", "sat", "sun", "tmrw", "tmr", "tomoz", "2moro"}
+)
+_DATE_WORDS = frozenset({*MONTHS, *(m[:3] for m in MONTHS), "sept"})
+_CLOCK_WORDS = frozenset(
+    {"morning", "mornings", "afternoon", "afternoons", "evening", "evenings", "night", "nights"}
+    | {"noon", "midday", "midnight", "lunchtime", "lunch", "teatime", "arvo", "eve", "o'clock"}
+)
+_DATE = re.compile(r"\d{1,2}(?:st|nd|rd|th)|\d{1,4}[-/.]\d{1,2}(?:[-/.]\d{1,4})?")
+_CLOCK = re.compile(r"\d{1,2}(?::\d{2})?(?:am|pm|h)|\d{1,2}:\d{2}")
+_BARE_NUMBER = re.compile(r"\d{1,2}")
+
+
+class TimeKind(StrEnum):
+    """What a part of a time window names."""
+
+    DAY = "day"  # a weekday or a day relative to today
+    DATE = "date"  # a day of the month, a month
+    CLOCK = "clock"  # a clock time or a part of the day
+
+
+def time_kinds(text: str) -> frozenset[TimeKind]:
+    """The kinds a time expression names ("Thursday afternoon": a day and a clock)."""
+    kinds: set[TimeKind] = set()
+    bare = False
+    for word in re.findall(r"[a-z0-9:./'-]+", text.casefold()):
+        word = word.strip(".'")
+        if word in _DAY_WORDS:
+            kinds.add(TimeKind.DAY)
+        elif word in _DATE_WORDS or _DATE.fullmatch(word):
+            kinds.add(TimeKind.DATE)
+        elif word in _CLOCK_WORDS or _CLOCK.fullmatch(word):
+            kinds.add(TimeKind.CLOCK)
+        bare = bare or bool(_BARE_NUMBER.fullmatch(word))
+    # A bare number is a clock ("before 9") unless it is a date's day ("4 June").
+    if bare and not kinds:
+        kinds.add(TimeKind.CLOCK)
+    return frozenset(kinds)
+
+
+def gap_joins(gap: Sequence[str]) -> bool:
+    """Whether the tokens between two time parts let them be one window."""
+    if len(gap) > MAX_GAP_TOKENS:
+        return False
+    return not any(t.casefold() in _SEPARATORS or t.casefold().endswith("n't") for t in gap)
+
+
+def joins(window: frozenset[TimeKind], part: str, gap: Sequence[str]) -> bool:
+    """Whether ``part`` extends a window of kinds ``window``: a new kind, a joining gap."""
+    kinds = time_kinds(part)
+    return bool(window) and bool(kinds) and not kinds & window and gap_joins(gap)
+
+
+def one_window(first: str, second: str, gap: Sequence[str]) -> bool:
+    """Whether two time spans, ``gap`` being the tokens between them, form one window."""
+    return joins(time_kinds(first), second, gap)
