@@ -277,11 +277,16 @@ def ner_candidates(
 def _regex_spans(sent: Any, text: str, regex: re.Pattern[str]) -> Iterator[tuple[Any, str]]:
     """Spans of ``sent`` (whose text is ``text``: a Span rebuilds it on every access)."""
     for match in regex.finditer(text):
-        span = sent.doc.char_span(
-            sent.start_char + match.start(), sent.start_char + match.end(), alignment_mode="expand"
-        )
+        span = _char_span(sent, match.start(), match.end())
         if span is not None:
             yield span, match.group(0)
+
+
+def _char_span(sent: Any, start: int, end: int) -> Any:
+    """The tokens of ``sent`` covering its characters ``start:end`` (None if none do)."""
+    return sent.doc.char_span(
+        sent.start_char + start, sent.start_char + end, alignment_mode="expand"
+    )
 
 
 def _word(text: str) -> re.Pattern[str]:
@@ -305,11 +310,20 @@ LEXICON: tuple[tuple[str, str, re.Pattern[str], str | None], ...] = (
 
 
 def lexicon_candidates(sent: Any, is_agent: bool) -> Iterator[Candidate]:
-    """E-mail addresses, diets, payment methods, contact channels, plan sizes, order status."""
+    """E-mail, diets, payment methods, channels, languages, plan sizes, order status."""
     text = sent.text
     for predicate, field, regex, value in LEXICON:
         for span, found in _regex_spans(sent, text, regex):
             yield Candidate(predicate, value or found.lower(), span, field)
+    for predicate, pattern in (
+        ("preferred_language", vocab.LANGUAGE_PREFERENCE),
+        ("speaks", vocab.LANGUAGE_SPOKEN),
+    ):
+        for match in pattern.finditer(text):
+            name = match.group("a") or match.group("b")
+            span = _char_span(sent, match.start(), match.end())
+            if span is not None:
+                yield Candidate(predicate, name.lower(), span, "LANGUAGE")
     for span, found in _regex_spans(sent, text, vocab.PLAN_SIZE):
         size = found.split(maxsplit=1)[-1] if not found[:1].isdigit() else found
         yield Candidate("plan", vocab.canonical_plan(size), span, "PLAN")

@@ -28,8 +28,9 @@ def extract_crm(webhook: CrmWebhook) -> list[ExtractedFact]:
         predicate = spec.name
         cleared = change.new is None or change.new == ""
         raw = change.old if cleared else change.new
-        if raw is None or raw == "":
-            continue
+        if raw is None or raw == "" or (cleared and vocab.names_negation(key)):
+            continue  # an exclusion lifted says nothing either way
+        negated = cleared or vocab.names_negation(key)
         value = spec.normalise(str(raw))
         kind = spec.kind
         facts.append(
@@ -41,10 +42,10 @@ def extract_crm(webhook: CrmWebhook) -> list[ExtractedFact]:
                 subject=SUBJECT,
                 predicate=predicate,
                 object=value,
-                polarity=Polarity.NEGATED if cleared else Polarity.AFFIRMED,
+                polarity=Polarity.NEGATED if negated else Polarity.AFFIRMED,
                 kind=kind,
                 confidence=1.0,
-                text=f"{predicate} {'NOT ' if cleared else ''}{value}",
+                text=f"{predicate} {'NOT ' if negated else ''}{value}",
                 asserted_by=Assertor.CRM,
                 authoritative=True,
                 is_update=change.old not in (None, ""),

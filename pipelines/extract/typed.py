@@ -57,7 +57,7 @@ def _statement(predicate: str, polarity: Polarity, value: str) -> str:
     return f"{predicate} {'NOT ' if polarity is Polarity.NEGATED else ''}{value}"
 
 
-def _part(value: str) -> str | None:
+def window_part(value: str) -> str | None:
     """'day' for a day or date, 'clock' for a time of day, None for a whole window."""
     words = set(value.split())
     day = bool(words & _DAY_WORDS) or _DAY_PATTERN.search(value) is not None
@@ -78,7 +78,7 @@ def _join_windows(facts: list[ExtractedFact], vocab: Vocabulary) -> list[Extract
     """
     groups: dict[tuple[object, ...], list[int]] = {}
     for i, fact in enumerate(facts):
-        if vocab.spec(fact.predicate).type != "datetime" or _part(fact.object) is None:
+        if vocab.spec(fact.predicate).type != "datetime" or window_part(fact.object) is None:
             continue
         sentence = fact.source_span.start if fact.source_span is not None else None
         key = (fact.predicate, fact.polarity, fact.asserted_by, fact.hedged, sentence)
@@ -86,7 +86,7 @@ def _join_windows(facts: list[ExtractedFact], vocab: Vocabulary) -> list[Extract
     drop: set[int] = set()
     replace: dict[int, ExtractedFact] = {}
     for members in groups.values():
-        parts = [_part(facts[i].object) for i in members]
+        parts = [window_part(facts[i].object) for i in members]
         if len(members) != 2 or sorted(parts, key=str) != ["clock", "day"]:
             continue
         day_i, clock_i = (members[0], members[1]) if parts[0] == "day" else (members[1], members[0])

@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 
 from pipelines.vocabulary import Negation, default_vocabulary
+from pipelines.vocabulary.values import LANGUAGE_NAMES
 from schemas.memory import MemoryKind
 
 # predicate -> the kind a plain affirmed statement of it has (predicates.toml).
@@ -124,6 +125,23 @@ CONTACT_CHANNELS = {
     r"\bvoice ?mails?\b": "voicemail",
     r"\bwhats ?app\b": "whatsapp",
 }
+# A language named as the one to use, or one the user speaks. Names come from the
+# vocabulary's language type (pipelines/vocabulary/values.py).
+_LANGUAGE_NAMES = "|".join(
+    sorted((name for name in LANGUAGE_NAMES if " " not in name), key=len, reverse=True)
+)
+_FINE = r"(?:fine|ok|okay|good|great|better|best|please|only)"
+LANGUAGE_PREFERENCE = re.compile(
+    rf"\b(?P<a>{_LANGUAGE_NAMES})(?:'s| is| would be| works)? {_FINE}\b"
+    rf"|\b(?:in|prefer|rather|use|switch to|speak to me in) (?P<b>{_LANGUAGE_NAMES})\b",
+    re.IGNORECASE,
+)
+_SPEAK = r"(?:speak|can speak|also speak|grew up speaking)(?: (?:some|a bit of|fluent|basic))?"
+LANGUAGE_SPOKEN = re.compile(
+    rf"\bi {_SPEAK} (?P<a>{_LANGUAGE_NAMES})\b"
+    rf"|\b(?:my (?:first|native|mother) (?:language|tongue) is) (?P<b>{_LANGUAGE_NAMES})\b",
+    re.IGNORECASE,
+)
 # A channel named as a thing liked ("a text on the day would be great") is the channel.
 CHANNEL_NOUNS = {"text": "sms", "sms": "sms", "email": "email", "e-mail": "email"}
 CHANNEL_NOUNS |= {"call": "call", "phone call": "call", "letter": "letter", "post": "letter"}

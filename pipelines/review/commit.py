@@ -68,7 +68,7 @@ def commit(
     status = _status(record, at)
     if status is not None:
         decisions.append(SetStatus(status))
-    stale = state.find_pending(record.chain_id, record.object, record.polarity)
+    stale = state.find_pending(record.chain_id, record.object, record.polarity, cand.valid_from)
     if stale is not None:  # the same statement waited for a human: settled now
         del state.pending[stale.record.fact_id]
         decisions.append(ResolvePending(stale.record.fact_id, confirmed=True))

@@ -58,7 +58,9 @@ def resolve(
 ) -> Resolution:
     """Place a committed candidate (version 1, not yet linked) in its chain."""
     head = state.heads.get(cand.chain_id)
-    if head is not None and same_statement(head, cand.chain_id, cand.object, cand.polarity):
+    if head is not None and same_statement(
+        head, cand.chain_id, cand.object, cand.polarity, cand.valid_from
+    ):
         return _confirm(head, cand, config, merge=False)
     twin = _near_duplicate(state, cand, config.near_duplicate_cosine) if may_merge else None
     if twin is not None:

@@ -38,13 +38,17 @@ class GateDecision:
 
 
 def hitl(
-    config: ReviewConfig, fact: ExtractedFact, held: str | None, invalid: str | None = None
+    config: ReviewConfig,
+    fact: ExtractedFact,
+    held: str | None,
+    always: tuple[str, PendingCause] | None = None,
 ) -> GateDecision:
     """Commit, pend or skip one fact.
 
-    ``held`` is the fact check's reason to hold it for a contradiction,
-    ``invalid`` its reason when the value does not fit the predicate's type:
-    such a value waits for a human whoever said it, a CRM included.
+    ``held`` is the fact check's reason to hold it for a contradiction;
+    ``always`` a reason (and cause) that holds it whoever said it, a CRM
+    included: a value that does not fit its type, or a CRM's first record of
+    a value the user said otherwise.
     """
     conf = fact.confidence
 
@@ -53,8 +57,8 @@ def hitl(
         return GateDecision(gate, cause, outcome)
 
     user_voice = fact.asserted_by in _USER_VOICES
-    if invalid is not None and (fact.authoritative or conf >= config.pending_threshold):
-        return decide(Gate.PENDING, invalid, PendingCause.INVALID_VALUE)
+    if always is not None and (fact.authoritative or conf >= config.pending_threshold):
+        return decide(Gate.PENDING, *always)
     if fact.authoritative and user_voice:  # an agent cannot vouch for itself
         return decide(Gate.COMMIT, f"authoritative source ({fact.asserted_by.value})")
     if conf < config.pending_threshold:

@@ -35,7 +35,7 @@ def hold(
     may_merge: bool,
 ) -> list[Decision]:
     """Queue ``cand`` for a human, or count a restatement of a queued item."""
-    existing = state.find_pending(cand.chain_id, cand.object, cand.polarity)
+    existing = state.find_pending(cand.chain_id, cand.object, cand.polarity, cand.valid_from)
     if existing is None:
         lapses = at + config.pending_ttl
         deferred = ReviewOutcome(

@@ -21,7 +21,7 @@ from pipelines.review.config import ReviewConfig
 from pipelines.review.gate import Gate, hitl
 from pipelines.review.pending import hold, resolve_action
 from pipelines.review.rules import Contradiction, ReviewRules, attribute, load_rules
-from pipelines.review.state import UserMemoryState
+from pipelines.review.state import PendingCause, UserMemoryState
 from pipelines.review.timeliness import expiry
 from pipelines.route import AppendTurn, Decision, EraseUser, route
 from pipelines.vocabulary import PredicateSpec, default_vocabulary
@@ -196,9 +196,17 @@ class Reviewer:
         contradictions = self.rules.contradictions(
             fact.subject, fact.predicate, fact.object, fact.polarity, state.current(at)
         )
-        checked, held = self._fact_check(fact, contradictions, invalid)
+        disputed = None if invalid is not None else self._disputed(state, fact, at)
+        checked, held = self._fact_check(fact, contradictions, invalid or disputed)
         expires_at, timely = expiry(self.config, fact)
-        gate = hitl(self.config, fact, held, invalid)
+        always = (
+            (invalid, PendingCause.INVALID_VALUE)
+            if invalid is not None
+            else (disputed, PendingCause.SOURCES_DISAGREE)
+            if disputed is not None
+            else None
+        )
+        gate = hitl(self.config, fact, held, always)
         if gate.gate is Gate.SKIP:
             state.count("skipped")
             return []
@@ -251,6 +259,31 @@ class Reviewer:
             fact.tenant_id, fact.user_id, fact.subject, fact.predicate, fact.object, fact.polarity
         )
 
+    def _disputed(self, state: UserMemoryState, fact: ExtractedFact, at: datetime) -> str | None:
+        """Why a CRM's first record of a value must not silently replace the user's word.
+
+        A CRM field changed from an old value is an explicit update and
+        supersedes. A field set for the first time only records what the
+        system had (a language guessed from the first messages, say): when the
+        user's own current statement on that chain says otherwise, and is not
+        just less detailed ("monday" before "2026-03-09 9am"), a human decides.
+        """
+        if not fact.authoritative or fact.is_update or fact.polarity is not Polarity.AFFIRMED:
+            return None
+        spec = self._spec(fact.subject, fact.predicate)
+        if spec.multi_valued:
+            return None
+        head = state.heads.get(self._chain(fact))
+        if head is None or head.authoritative or not head.is_current(at):
+            return None
+        if head.polarity is not Polarity.AFFIRMED:
+            return None
+        agrees = spec.same_value(head.object, fact.object, head.valid_from, fact.event_ts)
+        refines = spec.same_value(fact.object, head.object, fact.event_ts, head.valid_from)
+        if agrees or refines:
+            return None
+        return f"the CRM's first record contradicts the user's own {head.statement()!r}"
+
     def _spec(self, subject: str, predicate: str) -> PredicateSpec:
         return self.vocabulary.spec(attribute(subject, predicate))
 
@@ -288,7 +321,8 @@ class Reviewer:
         head = state.heads.get(other)
         if head is None or not head.is_current(at) or head.polarity is cand.polarity:
             return []
-        return [head] if spec.same_value(head.object, cand.object) else []
+        same = spec.same_value(head.object, cand.object, head.valid_from, cand.valid_from)
+        return [head] if same else []
 
     @staticmethod
     def _fact_check(

@@ -50,6 +50,7 @@ class PendingCause(StrEnum):
     LOW_CONFIDENCE = "low_confidence"  # between the pending and commit thresholds
     NOT_USER = "not_user"  # asserted by the agent/system: only the user can confirm
     INVALID_VALUE = "invalid_value"  # does not fit its predicate's type: a human decides
+    SOURCES_DISAGREE = "sources_disagree"  # a CRM's first record against the user's word
 
 
 @dataclass(frozen=True)
@@ -97,19 +98,26 @@ class PendingItem:
         )
 
 
-def same_statement(record: MemoryRecord, chain: str, obj: str, polarity: Polarity) -> bool:
-    """Whether ``record`` states this value on this chain, in any surface form.
+def same_statement(
+    record: MemoryRecord,
+    chain: str,
+    obj: str,
+    polarity: Polarity,
+    said_at: datetime | None = None,
+) -> bool:
+    """Whether ``obj`` (said at ``said_at``) states ``record``'s value on its chain again.
 
-    "fiber-500" re-states "500mbps fiber" and "+1 555 0178" re-states
-    "5550178" (the value type's identity, pipelines/vocabulary/values.py): a
-    confirmation, not a new version.
+    "fiber-500" re-states "500mbps fiber", "+1 555 0178" re-states "5550178"
+    and "monday 2pm" said on 2 March re-states a CRM's "2026-03-09 2pm" (the
+    value type's identity, pipelines/vocabulary/values.py): a confirmation,
+    not a new version.
     """
     if record.chain_id != chain or record.polarity is not polarity:
         return False
     if record.object.casefold().strip() == obj.casefold().strip():
         return True
     spec = default_vocabulary().spec(attribute(record.subject, record.predicate))
-    return spec.same_value(record.object, obj)
+    return spec.same_value(record.object, obj, record.valid_from, said_at)
 
 
 class UserMemoryState:
@@ -211,10 +219,12 @@ class UserMemoryState:
             del self.pending[next(iter(self.pending))]
             self.count("pending_evicted")
 
-    def find_pending(self, chain: str, obj: str, polarity: Polarity) -> PendingItem | None:
-        """The pending item stating this exact value, if any."""
+    def find_pending(
+        self, chain: str, obj: str, polarity: Polarity, said_at: datetime | None = None
+    ) -> PendingItem | None:
+        """The pending item stating this value, in any surface form, if any."""
         for item in self.pending.values():
-            if same_statement(item.record, chain, obj, polarity):
+            if same_statement(item.record, chain, obj, polarity, said_at):
                 return item
         return None
 

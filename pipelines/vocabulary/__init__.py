@@ -9,7 +9,7 @@ forms are the same value, and why a value does not fit (docs/vocabulary.md).
 from __future__ import annotations
 
 import tomllib
-from datetime import timedelta
+from datetime import datetime, timedelta
 from enum import StrEnum
 from functools import cache
 from importlib.resources import files
@@ -18,7 +18,7 @@ from typing import Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
 
-from pipelines.vocabulary.values import VALUE_TYPES, ValueType, same_key
+from pipelines.vocabulary.values import VALUE_TYPES, ValueType, same_key, same_time
 from schemas.memory import MemoryKind
 
 VOCABULARY_FILE = Path(str(files("pipelines.vocabulary").joinpath("predicates.toml")))
@@ -52,6 +52,7 @@ class PredicateSpec(BaseModel):
     negation: Negation
     ttl: str
     aliases: list[str] = Field(default_factory=list)
+    negated_aliases: list[str] = Field(default_factory=list)
     values: list[str] = Field(default_factory=list)
     example: str = ""
 
@@ -81,9 +82,20 @@ class PredicateSpec(BaseModel):
         """The identity of a value: surface forms of one value share it (chains)."""
         return self.value_type.key(self.normalise(value))
 
-    def same_value(self, a: str, b: str) -> bool:
-        """Whether two values are one value said two ways."""
-        return same_key(self.value_type, self.normalise(a), self.normalise(b))
+    def same_value(
+        self, a: str, b: str, a_at: datetime | None = None, b_at: datetime | None = None
+    ) -> bool:
+        """Whether ``b`` states the value ``a`` again, in another surface form.
+
+        With the times each was said, a time naming a day ("monday") is resolved
+        to its date, so it matches a CRM's "2026-03-09"; ``b`` may then leave out
+        details of ``a`` ("the 15th" re-states "15 april 8am").
+        """
+        if same_key(self.value_type, self.normalise(a), self.normalise(b)):
+            return True
+        if self.type in {"datetime", "date"} and a_at is not None and b_at is not None:
+            return same_time(a, a_at, b, b_at)
+        return False
 
 
 # A predicate the vocabulary does not name (an unknown CRM field, an agent's
@@ -106,6 +118,7 @@ class Vocabulary(BaseModel):
     ttl_classes: dict[str, int]
     predicates: dict[str, PredicateSpec]
     _by_name: dict[str, PredicateSpec] = PrivateAttr()
+    _negated: frozenset[str] = PrivateAttr()
 
     @model_validator(mode="after")
     def _consistent(self) -> Self:
@@ -119,7 +132,7 @@ class Vocabulary(BaseModel):
                 raise ValueError(f"{name}: unknown ttl class {spec.ttl!r}")
             if (spec.type == "enum") != bool(spec.values):
                 raise ValueError(f"{name}: 'values' goes with type 'enum', and only there")
-            for alias in [name, *spec.aliases]:
+            for alias in [name, *spec.aliases, *spec.negated_aliases]:
                 if alias in seen:
                     raise ValueError(f"{alias!r} names both {seen[alias]} and {name}")
                 seen[alias] = name
@@ -128,11 +141,14 @@ class Vocabulary(BaseModel):
     def model_post_init(self, context: object, /) -> None:
         """Index every name and alias (case-insensitive)."""
         by_name: dict[str, PredicateSpec] = {}
+        negated: set[str] = set()
         for name, spec in self.predicates.items():
             named = spec.model_copy(update={"name": name})
-            for alias in [name, *spec.aliases]:
+            for alias in [name, *spec.aliases, *spec.negated_aliases]:
                 by_name[alias.casefold()] = named
+            negated |= {alias.casefold() for alias in spec.negated_aliases}
         self._by_name = by_name
+        self._negated = frozenset(negated)
 
     def spec(self, predicate: str) -> PredicateSpec:
         """The predicate's spec; an unknown predicate is open free text under its own name."""
@@ -142,6 +158,10 @@ class Vocabulary(BaseModel):
     def knows(self, predicate: str) -> bool:
         """Whether the predicate (or an alias of it) is in the vocabulary."""
         return predicate.casefold().strip() in self._by_name
+
+    def names_negation(self, predicate: str) -> bool:
+        """Whether the name means "NOT <its predicate>" ('excluded_ingredients')."""
+        return predicate.casefold().strip() in self._negated
 
     def canonical(self, predicate: str) -> str:
         """The predicate's own name for any alias ('preferred_phone' -> 'phone_number')."""

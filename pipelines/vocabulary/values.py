@@ -21,7 +21,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import date, datetime, timedelta
 
 # -- shared lexicons ----------------------------------------------------------
 WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
@@ -82,7 +82,7 @@ LANGUAGES = {
     "fa": "persian", "farsi": "persian", "sw": "swahili", "tl": "tagalog",
     "id": "indonesian", "ms": "malay", "gu": "gujarati", "te": "telugu",
 }  # fmt: skip
-_LANGUAGE_NAMES = frozenset(LANGUAGES.values()) | {
+LANGUAGE_NAMES = frozenset(LANGUAGES.values()) | {
     "cantonese", "filipino", "afrikaans", "zulu", "xhosa", "yoruba", "igbo",
     "hausa", "amharic", "somali", "nepali", "sinhala", "malayalam", "kannada",
     "marathi", "catalan", "basque", "galician", "scots", "cornish", "icelandic",
@@ -338,6 +338,78 @@ def same_product(a: str, b: str) -> bool:
     return set_a <= set_b or set_b <= set_a
 
 
+# -- times said on a day ---------------------------------------------------------
+_ORDINAL = re.compile(r"(\d{1,2})(?:st|nd|rd|th)")
+_MONTH_NAMES = "|".join(MONTHS)
+_DAY_AND_MONTH = re.compile(
+    rf"\b(\d{{1,2}})(?:st|nd|rd|th)?(?: of)? ({_MONTH_NAMES})\b"
+    rf"|\b({_MONTH_NAMES}) (\d{{1,2}})(?:st|nd|rd|th)?\b"
+)
+
+
+def anchored_words(value: str, said_at: datetime) -> set[str]:
+    """A time's words with the days it names resolved against the day it was said.
+
+    "monday" said on Monday 2 March 2026 is "2026-03-09" (the next Monday,
+    as people mean it), "tomorrow" the day after, "15th april" / "april 15" /
+    "15 of april" the next 15 April, an ISO date itself; a bare "15th" stays
+    "dom:15" (its month is not said). Clock times and other words stay.
+    """
+    day = said_at.date()
+    text = normalise_datetime(value)
+    # Day-of-month and month in either order, resolved first so their words go.
+    dated = _DAY_AND_MONTH.sub(
+        lambda m: _next_date(
+            day,
+            MONTHS.index(m.group(2) or m.group(3)) + 1,
+            int(m.group(1) or m.group(4)),
+        ),
+        text,
+    )
+    out: set[str] = set()
+    for word in dated.split():
+        ordinal = _ORDINAL.fullmatch(word)
+        if word in WEEKDAYS:
+            ahead = (WEEKDAYS.index(word) - day.weekday() - 1) % 7 + 1
+            out.add((day + timedelta(days=ahead)).isoformat())
+        elif word in {"today", "tonight"}:
+            out |= {day.isoformat(), "night"} if word == "tonight" else {day.isoformat()}
+        elif word == "tomorrow":
+            out.add((day + timedelta(days=1)).isoformat())
+        elif ordinal is not None:
+            out.add(f"dom:{int(ordinal.group(1))}")
+        elif word not in {"the", "of", "on", "at", "next"}:
+            out.add(word)
+    return out
+
+
+def _next_date(day: date, month: int, number: int) -> str:
+    """The first date on or after ``day`` with this month and day of the month."""
+    for year in (day.year, day.year + 1):
+        try:
+            candidate = date(year, month, number)
+        except ValueError:
+            continue
+        if candidate >= day:
+            return candidate.isoformat()
+    return f"{month:02d}-{number:02d}"
+
+
+def same_time(head: str, head_at: datetime, said: str, said_at: datetime) -> bool:
+    """Whether ``said`` re-states the time ``head`` (possibly with fewer details).
+
+    "monday 2pm" said on 2 March and "2026-03-09 2pm" from a CRM are one time;
+    "the 15th" re-states "2026-04-15 8am". A re-statement naming a different
+    day or clock time is a new value.
+    """
+    old, new = anchored_words(head, head_at), anchored_words(said, said_at)
+    dates = {w for w in old if re.fullmatch(r"\d{4}-\d{2}-\d{2}", w)}
+    for word in [w for w in new if w.startswith("dom:")]:
+        if any(int(d[-2:]) == int(word[4:]) for d in dates):
+            new = (new - {word}) | {d for d in dates if int(d[-2:]) == int(word[4:])}
+    return bool(new) and new <= old
+
+
 # -- checks -----------------------------------------------------------------------
 def _is_time_expression(value: str) -> bool:
     words = _words(value)
@@ -365,7 +437,7 @@ def _looks_like_other_type(value: str) -> str | None:
         return "an amount of money"
     if _is_time_expression(value):
         return "a time"
-    if normalise_language(value) in _LANGUAGE_NAMES:
+    if normalise_language(value) in LANGUAGE_NAMES:
         return "a language"
     if normalise_channel(value) in set(CHANNELS.values()):
         return "a contact channel"
@@ -448,7 +520,7 @@ def _problem_code(value: str) -> str | None:
 
 
 def _problem_language(value: str) -> str | None:
-    return None if value in _LANGUAGE_NAMES else f"not a language we know: {value!r}"
+    return None if value in LANGUAGE_NAMES else f"not a language we know: {value!r}"
 
 
 def _problem_channel(value: str) -> str | None:

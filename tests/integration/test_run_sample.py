@@ -7,15 +7,17 @@ then checks the printed report against the stores it claims to describe.
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import sys
 from collections.abc import Iterator
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
 from ingest_helpers import create_topics, delete_topics
+from sample_memory import check_sample_memory
 
 from connectors.chroma_memory import ChromaMemory
 from connectors.neo4j_memory import Neo4jMemory
@@ -82,6 +84,13 @@ def test_run_sample_applies_the_whole_stream_and_prints_the_report(
         for session in user.sessions:
             assert f"session {session}: last" in section
     neo4j.close()
+    # What it remembers is right (issue 12), judged just after the stream's last event.
+    last = max(
+        datetime.fromisoformat(json.loads(line)["ts"])
+        for topic in INPUT_TOPICS
+        for line in (SAMPLE_DIR / f"{topic}.jsonl").read_text(encoding="utf-8").splitlines()
+    )
+    check_sample_memory(chroma.get, last + timedelta(minutes=1))
 
     # Every user had facts extracted, negations are printed as negations, and
     # a changed value shows its version chain.

@@ -1,4 +1,4 @@
-"""The predicate vocabulary: validated on load, every value type normalising, identifying, checking."""
+"""The predicate vocabulary: validated on load; each value type normalises, identifies, checks."""
 
 from __future__ import annotations
 
@@ -158,6 +158,7 @@ def test_a_broken_vocabulary_is_an_error_at_start_up(tmp_path: Path) -> None:
             _write(
                 tmp_path,
                 base
-                + '\n[predicates.x]\ntype="text"\ncardinality="single"\nkind="fact"\nnegation="ended"\nttl="none"\ncolour="red"\n',
+                + "\n[predicates.x]\ntype='text'\ncardinality='single'\nkind='fact'"
+                + "\nnegation='ended'\nttl='none'\ncolour='red'\n",
             )
         )

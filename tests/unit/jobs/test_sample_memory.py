@@ -1,0 +1,48 @@
+"""The bundled sample stream through the real stages into in-memory stores: the right memory."""
+
+from __future__ import annotations
+
+import json
+from datetime import timedelta
+
+from sample_memory import check_sample_memory
+
+from memstream.data import sample_dir
+from memstream.testing import InMemoryStores
+from pipelines.encode import Encoder
+from pipelines.extract import FactExtractor, extract_crm
+from pipelines.ingest import IngestPipeline, SourceRecord
+from pipelines.parse import DialogueParser
+from pipelines.review import Reviewer, UserMemoryState
+from schemas.topics import INPUT_TOPICS
+
+
+def test_the_sample_users_memory_is_right() -> None:
+    parser = DialogueParser.load()
+    pipeline = IngestPipeline(
+        parser=parser,
+        extractor=FactExtractor.load(parser),
+        crm_extractor=extract_crm,
+        encoder=Encoder.load(None),
+        reviewer=Reviewer(),
+    )
+    timed = []
+    for topic in INPUT_TOPICS:
+        for offset, line in enumerate((sample_dir() / f"{topic}.jsonl").read_bytes().splitlines()):
+            event = json.loads(line)
+            key = f"{event['tenant_id']}:{event['user_id']}".encode()
+            timed.append((event["ts"], SourceRecord(topic, 0, offset, key, line)))
+    timed.sort(key=lambda pair: pair[0])  # the three topics interleaved by event time
+    states: dict[str, UserMemoryState] = {}
+    reviewer = Reviewer()
+    results = pipeline.process(
+        [record for _, record in timed], lambda key: states.setdefault(key, reviewer.new_state())
+    )
+    assert not [r.dead_letter for r in results if r.dead_letter is not None]
+    ops = [op for result in results for op in result.ops]
+    stores = InMemoryStores.create()
+    for tier in (stores.working, stores.episodic, stores.semantic):
+        tier.write(ops)
+        tier.flush()
+    last = max(r.event.ts for r in results if r.event is not None)
+    check_sample_memory(stores.episodic.get, last + timedelta(minutes=1))
