@@ -21,7 +21,7 @@ import argparse
 import random
 import re
 from dataclasses import dataclass, field, replace
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 
 from pipelines.extract import FactExtractor
@@ -87,7 +87,9 @@ def load_devset(path: Path = DEVSET) -> list[Turn]:
             conv, tenant, user = line[2:].split()
         elif line.startswith("@ "):
             name, stamp = line[2:].split()
-            session, ts, index = f"{conv}-{name}", datetime.fromisoformat(stamp), 0
+            ts = datetime.fromisoformat(stamp)
+            ts = ts if ts.tzinfo is not None else ts.replace(tzinfo=UTC)  # a bare time is UTC
+            session, index = f"{conv}-{name}", 0
         elif line[:2] in {"U:", "A:"}:
             role = Role.USER if line[0] == "U" else Role.AGENT
             event = DialogueEvent(

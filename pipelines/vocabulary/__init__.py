@@ -76,7 +76,10 @@ class PredicateSpec(BaseModel):
         if self.type == "enum" and value not in self.values:
             return f"{self.name} is one of {', '.join(self.values)}"
         found = self.value_type.check(value)
-        return None if found is None else f"{self.name} takes a {self.type} value: {found}"
+        if found is None:
+            return None
+        article = "an" if self.type[0] in "aeiou" else "a"
+        return f"{self.name} takes {article} {self.type} value: {found} ({value!r})"
 
     def key(self, value: str) -> str:
         """The identity of a value: surface forms of one value share it (chains)."""
