@@ -29,7 +29,9 @@ EPISODES_SUFFIX = "-episodes"
 _REVISION_PREFIX = "rev\x1f"
 
 
-def _metadata(episode: Episode, outdated_by: Sequence[str] | None) -> dict[str, Any]:
+def _metadata(
+    episode: Episode, outdated_by: Sequence[str] | None, last_retrieved_at: float
+) -> dict[str, Any]:
     return {
         "user": episode.user_id,
         "session": episode.session_id,
@@ -37,6 +39,8 @@ def _metadata(episode: Episode, outdated_by: Sequence[str] | None) -> dict[str, 
         "ts": episode.ts.timestamp(),
         "outdated": outdated_by is not None,
         "outdated_by": json.dumps(list(outdated_by or [])),
+        # As for facts (connectors/chroma_memory.py): what the 30-day archive reads.
+        "last_retrieved_at": last_retrieved_at,
         # The whole model but its vector (stored as the embedding): read back whole.
         "episode": episode.model_dump_json(exclude={"vector"}),
     }
@@ -46,8 +50,9 @@ def upsert_episodes(
     collection: chromadb.Collection,
     episodes: Sequence[Episode],
     embed: Callable[[list[str]], Sequence[Any]],
+    now: float,
 ) -> None:
-    """Write episodes (last one wins per id), not outdated.
+    """Write episodes (last one wins per id), not outdated, last retrieved ``now``.
 
     An episode is written once, at its turn; the turns that outdate it come
     later in the same partition, so a redelivered batch re-applies its
@@ -55,7 +60,8 @@ def upsert_episodes(
     read before the write.
 
     An episode without a vector (an old operation, a producer of its own) is
-    embedded with ``embed`` from its turn text, as the encode stage would.
+    embedded with ``embed`` from its turn text, as the encode stage would. A
+    rewrite (a redelivered batch, a replay) starts its archive clock again.
     """
     latest = {e.episode_id: e for e in episodes}
     if not latest:
@@ -69,7 +75,7 @@ def upsert_episodes(
     collection.upsert(
         ids=ids,
         embeddings=np.vstack(vectors),
-        metadatas=[_metadata(latest[i], None) for i in ids],
+        metadatas=[_metadata(latest[i], None, now) for i in ids],
         documents=[latest[i].search_text() for i in ids],
     )
 
@@ -96,6 +102,28 @@ def outdate_episodes(
             merged = [*known, *(e for e in by[episode_id] if e not in known)]
             metas.append({**meta, "outdated": True, "outdated_by": json.dumps(merged)})
         collection.update(ids=found["ids"], metadatas=metas)  # type: ignore[arg-type]
+
+
+def stored_ids(collection: chromadb.Collection | None, ids: Sequence[str]) -> set[str]:
+    """Which of ``ids`` the collection holds (none when it does not exist)."""
+    if collection is None or not ids:
+        return set()
+    return set(collection.get(ids=list(ids), include=[])["ids"])
+
+
+def touch(collection: chromadb.Collection, ids: Sequence[str], now: float, due: float) -> None:
+    """Set ``last_retrieved_at`` to ``now`` on the stored ``ids`` retrieved before ``due``."""
+    if not ids:
+        return
+    found = collection.get(ids=list(ids), include=["metadatas"])
+    metas = found["metadatas"] or []
+    stale = [
+        i
+        for i, m in zip(found["ids"], metas, strict=True)
+        if float(m.get("last_retrieved_at") or 0.0) < due  # type: ignore[arg-type]
+    ]
+    if stale:
+        collection.update(ids=stale, metadatas=[{"last_retrieved_at": now} for _ in stale])
 
 
 def _outdated_by(meta: Any) -> list[str]:

@@ -17,9 +17,11 @@ read and no index update.
 
 Archive: :meth:`ChromaMemory.archive_stale` (one tenant) and
 :meth:`ChromaMemory.archive_all_stale` (every tenant of the namespace) move the
-items whose ``last_retrieved_at`` is older than 30 days into ``…-archive`` (upsert
-there, then delete here). Retrieval through :meth:`ChromaMemory.query` sets
-``last_retrieved_at`` — only when the stored time is older than
+items — fact versions and turns (connectors/chroma_episodes.py) alike — whose
+``last_retrieved_at`` is older than 30 days into ``…-archive`` (upsert there, then
+delete here). Retrieval sets ``last_retrieved_at``: :meth:`ChromaMemory.query`
+itself, and :meth:`ChromaMemory.mark_retrieved` for what recall served from its
+cached index — only when the stored time is older than
 :data:`RETRIEVAL_RESOLUTION`, so a user's repeated queries cost no index update.
 
 Reads never create a collection: a tenant with no collection (e.g. a guessed id)
@@ -46,6 +48,8 @@ from connectors.chroma_episodes import (
     bump_revisions,
     outdate_episodes,
     read_revision,
+    stored_ids,
+    touch,
     upsert_episodes,
     user_episodes,
 )
@@ -272,21 +276,36 @@ class ChromaMemory(BatchingSink):
         # full store); an HTTP client adds connection errors.
         return isinstance(error, ChromaError | ConnectionError | TimeoutError)
 
-    def episodes(self, tenant_id: str) -> chromadb.Collection:
+    def episodes(self, tenant_id: str, *, archive: bool = False) -> chromadb.Collection:
         """The tenant's episode collection (connectors/chroma_episodes.py), created on first use."""
-        key = (tenant_id + EPISODES_SUFFIX, False)
+        key = (tenant_id + EPISODES_SUFFIX, archive)
         if key not in self._collections:
             self._collections[key] = self.client.get_or_create_collection(
-                collection_name(tenant_id, self.namespace) + EPISODES_SUFFIX,
+                _episodes_name(tenant_id, self.namespace, archive),
                 configuration={"hnsw": {"space": "cosine"}},
                 metadata={
                     "memstream_tenant": tenant_id,
                     "memstream_namespace": self.namespace or "",
-                    "memstream_archive": False,
+                    "memstream_archive": archive,
                     "memstream_kind": "episodes",
                 },
                 embedding_function=self.embedding_function,  # type: ignore[arg-type]
             )
+        return self._collections[key]
+
+    def _existing_episodes(
+        self, tenant_id: str, *, archive: bool = False
+    ) -> chromadb.Collection | None:
+        """The tenant's live (or archived) episode collection if it exists; never creates one."""
+        key = (tenant_id + EPISODES_SUFFIX, archive)
+        if key not in self._collections:
+            try:
+                self._collections[key] = self.client.get_collection(
+                    _episodes_name(tenant_id, self.namespace, archive),
+                    embedding_function=self.embedding_function,  # type: ignore[arg-type]
+                )
+            except NotFoundError:
+                return None
         return self._collections[key]
 
     def user_episodes(self, tenant_id: str, user_id: str) -> list[StoredEpisode]:
@@ -314,9 +333,26 @@ class ChromaMemory(BatchingSink):
                 written.append(op.episode)
             elif op.op_type is OpType.OUTDATE_EPISODE and op.target_fact_id:
                 outdated.append((op.target_fact_id, op.superseded_by))
+        now = self.clock().timestamp()
         for tenant_id, (written, outdated) in by_tenant.items():
             collection = self.episodes(tenant_id)
-            upsert_episodes(collection, written, self.embedding_function)
+            archive = self._existing_episodes(tenant_id, archive=True)
+            # An episode already archived stays archived, as a fact version does.
+            archived = stored_ids(archive, [e.episode_id for e in written])
+            upsert_episodes(
+                collection,
+                [e for e in written if e.episode_id not in archived],
+                self.embedding_function,
+                now,
+            )
+            if archive is not None:
+                upsert_episodes(
+                    archive,
+                    [e for e in written if e.episode_id in archived],
+                    self.embedding_function,
+                    now,
+                )
+                outdate_episodes(archive, outdated)
             outdate_episodes(collection, outdated)
 
     def revision(self, tenant_id: str, user_id: str) -> str | None:
@@ -378,7 +414,8 @@ class ChromaMemory(BatchingSink):
             self._existing(tenant_id, archive=False),
             self._existing(tenant_id, archive=True),
         ]
-        for found in [*found_in, self.episodes(tenant_id)]:
+        episodes = [self.episodes(tenant_id), self._existing_episodes(tenant_id, archive=True)]
+        for found in [*found_in, *episodes]:
             if found is not None:
                 ids = found.get(where={"user": user_id}, include=[])["ids"]
                 if ids:
@@ -486,36 +523,38 @@ class ChromaMemory(BatchingSink):
         return [_hit(i, m, d, None) for i, m, d in zip(found["ids"], metas, docs, strict=True)]
 
     def archive_stale(self, tenant_id: str, *, max_idle: timedelta = ARCHIVE_AFTER) -> int:
-        """Move items not retrieved for ``max_idle`` to the archive; returns how many."""
+        """Move facts and episodes not retrieved for ``max_idle`` to the archive; how many."""
         cutoff = (self.clock() - max_idle).timestamp()
-        live = self._existing(tenant_id)
-        if live is None:
-            return 0
-        stale = live.get(
-            where=_where([_compare("last_retrieved_at", "$lt", cutoff)]),
-            include=["embeddings", "metadatas", "documents"],
-        )
-        if not stale["ids"]:
-            return 0
-        # Copy first, then delete: a crash in between leaves a duplicate that the
-        # next run resolves, never a loss.
-        self.collection(tenant_id, archive=True).upsert(
-            ids=stale["ids"],
-            embeddings=stale["embeddings"],
-            metadatas=stale["metadatas"],
-            documents=stale["documents"],
-        )
-        live.delete(ids=stale["ids"])
-        return len(stale["ids"])
+        moved = 0
+        for live, archive in (
+            (self._existing(tenant_id), lambda: self.collection(tenant_id, archive=True)),
+            (
+                self._existing_episodes(tenant_id),
+                lambda: self.episodes(tenant_id, archive=True),
+            ),
+        ):
+            if live is not None:
+                moved += _move_stale(live, archive, cutoff)
+        return moved
 
     def count_stale(self, tenant_id: str, *, max_idle: timedelta = ARCHIVE_AFTER) -> int:
         """How many items :meth:`archive_stale` would move now; moves nothing (a dry run)."""
-        live = self._existing(tenant_id)
-        if live is None:
-            return 0
         cutoff = (self.clock() - max_idle).timestamp()
-        found = live.get(where=_where([_compare("last_retrieved_at", "$lt", cutoff)]), include=[])
-        return len(found["ids"])
+        where = _where([_compare("last_retrieved_at", "$lt", cutoff)])
+        live = [self._existing(tenant_id), self._existing_episodes(tenant_id)]
+        return sum(len(c.get(where=where, include=[])["ids"]) for c in live if c is not None)
+
+    def mark_retrieved(
+        self, tenant_id: str, fact_ids: Sequence[str], episode_ids: Sequence[str]
+    ) -> None:
+        """Recall served these: their archive clock starts again (at most once a day each)."""
+        now = self.clock()
+        due = (now - RETRIEVAL_RESOLUTION).timestamp()
+        facts, episodes = self._existing(tenant_id), self._existing_episodes(tenant_id)
+        if facts is not None:
+            touch(facts, fact_ids, now.timestamp(), due)
+        if episodes is not None:
+            touch(episodes, episode_ids, now.timestamp(), due)
 
     def tenants(self) -> list[str]:
         """Every tenant with a collection in this namespace, sorted (what the archive sweeps)."""
@@ -533,12 +572,38 @@ class ChromaMemory(BatchingSink):
         for collection in self.client.list_collections():
             meta = collection.metadata or {}
             mine = meta.get("memstream_namespace") == (self.namespace or "")
-            # Episode collections are not archived yet (their recall reads all of a user's).
+            # A tenant's episodes move with its facts (archive_stale sweeps both).
             episodic = meta.get("memstream_kind") == "episodes"
             if mine and meta.get("memstream_archive") is False and not episodic:
                 tenant_id = str(meta["memstream_tenant"])
                 moved[tenant_id] = self.archive_stale(tenant_id, max_idle=max_idle)
         return moved
+
+
+def _episodes_name(tenant_id: str, namespace: str | None, archive: bool) -> str:
+    return collection_name(tenant_id, namespace) + EPISODES_SUFFIX + ("-archive" if archive else "")
+
+
+def _move_stale(
+    live: chromadb.Collection, archive: Callable[[], chromadb.Collection], cutoff: float
+) -> int:
+    """Move the items of ``live`` last retrieved before ``cutoff`` into the archive."""
+    stale = live.get(
+        where=_where([_compare("last_retrieved_at", "$lt", cutoff)]),
+        include=["embeddings", "metadatas", "documents"],
+    )
+    if not stale["ids"]:
+        return 0
+    # Copy first, then delete: a crash in between leaves a duplicate that the
+    # next run resolves, never a loss.
+    archive().upsert(
+        ids=stale["ids"],
+        embeddings=stale["embeddings"],
+        metadatas=stale["metadatas"],
+        documents=stale["documents"],
+    )
+    live.delete(ids=stale["ids"])
+    return len(stale["ids"])
 
 
 # The operations that change what ``revision`` guards.

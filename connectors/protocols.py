@@ -226,6 +226,12 @@ class EpisodicReader(Protocol):
         """Every episode of the user, oldest first, with its vector."""
         ...
 
+    def mark_retrieved(
+        self, tenant_id: str, fact_ids: Sequence[str], episode_ids: Sequence[str]
+    ) -> None:
+        """Recall served these items: they stay out of the 30-day archive a while longer."""
+        ...
+
     def revision(self, tenant_id: str, user_id: str) -> str | None:
         """A token that changes whenever the user's facts or episodes change (None: none yet)."""
         ...

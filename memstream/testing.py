@@ -186,6 +186,8 @@ class InMemoryEpisodic(_Versions):
         self.embed = embed
         self.episodes: dict[tuple[str, str], StoredEpisode] = {}
         self.revisions: dict[tuple[str, str], int] = {}
+        # (tenant, fact or episode id) -> when recall last served it.
+        self.retrieved: dict[tuple[str, str], datetime] = {}
 
     def revision(self, tenant_id: str, user_id: str) -> str | None:
         """Changes with every operation applied for the user (None: never written)."""
@@ -233,6 +235,14 @@ class InMemoryEpisodic(_Versions):
             )
             for r in self._of(tenant_id, user_id)
         ]
+
+    def mark_retrieved(
+        self, tenant_id: str, fact_ids: Sequence[str], episode_ids: Sequence[str]
+    ) -> None:
+        """Remember when recall served each item (``ChromaMemory`` feeds its archive with it)."""
+        now = self.clock()
+        for item_id in [*fact_ids, *episode_ids]:
+            self.retrieved[(tenant_id, item_id)] = now
 
     def user_episodes(self, tenant_id: str, user_id: str) -> list[StoredEpisode]:
         """Every episode of the user, oldest first."""

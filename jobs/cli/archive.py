@@ -1,12 +1,14 @@
 """``memstream archive``: episodic items nobody retrieved for 30 days move to the archive.
 
 docs/architecture.md, Tiers: "items not retrieved for 30 days are archived, not
-lost". Each tenant's Chroma collection has an archive beside it
-(``…-archive``); :meth:`connectors.chroma_memory.ChromaMemory.archive_stale`
-copies the items whose ``last_retrieved_at`` is older than the cut-off there
-and then removes them from the live collection. Archived items stay readable
+lost". Each tenant's Chroma collections (fact versions and turns) have an
+archive beside them (``…-archive``);
+:meth:`connectors.chroma_memory.ChromaMemory.archive_stale` copies the items
+whose ``last_retrieved_at`` is older than the cut-off there and then removes
+them from the live collection. Archived items stay readable
 (``ChromaMemory.get(..., archived=True)``, version chains, erasure); recall
-no longer ranks them. Retrieval through recall is what keeps an item live.
+no longer ranks them. Being served by recall is what keeps an item live
+(``MemoryService`` marks what it returned, at most once a day per item).
 
 Run it once a day (cron, a systemd timer); running it twice in a row moves
 nothing the second time. ``--dry-run`` only counts.

@@ -23,12 +23,13 @@ finds old versions through the episodic tier.
 
 from __future__ import annotations
 
+import logging
 import threading
 import uuid
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol
 
 import numpy as np
@@ -76,11 +77,18 @@ VECTOR_CACHE_SIZE = 20_000
 # Rows of recall indexes kept per process: ~1.6 KB each (a 384-d float32 vector,
 # postings, the item), so 500k rows ~ 0.8 GB. Mirrors ApiSettings' default.
 RECALL_CACHE_ITEMS = 500_000
+# Recall marks what it served in Chroma at most this often per item (the archive
+# counts idle days; connectors/chroma_memory.py's RETRIEVAL_RESOLUTION, not
+# imported: chromadb is slow to import), and remembers that many marks per
+# process (~100 B each).
+RETRIEVAL_RESOLUTION = timedelta(days=1)
+SERVED_MEMO = 200_000
 # A write call fails rather than hangs when the broker does not acknowledge.
 PUBLISH_TIMEOUT_S = 30.0
 # The metadata keys ChromaMemory.query filters on that RecallFilters also has.
 _CHROMA_TAGS = ("subject", "predicate", "kind", "polarity")
 _IDENTIFIER: TypeAdapter[str] = TypeAdapter(Identifier)
+_LOG = logging.getLogger(__name__)
 
 
 class UnknownPendingError(LookupError):
@@ -188,6 +196,7 @@ class MemoryService:
         self._indexes: OrderedDict[tuple[str, str], UserItems] = OrderedDict()
         self.cache_items = settings.api.recall_cache_items if settings else RECALL_CACHE_ITEMS
         self._lock = threading.Lock()  # the HTTP API calls from a thread pool
+        self._served: OrderedDict[tuple[str, str], datetime] = OrderedDict()
 
     @classmethod
     def from_settings(
@@ -269,7 +278,39 @@ class MemoryService:
                 dim=len(query_vector),
             )
             hits += find(waiting, k - len(hits))
+        self._mark_served(tenant_id, hits)
         return hits
+
+    def _mark_served(self, tenant_id: str, hits: Sequence[RecallHit]) -> None:
+        """Tell Chroma what recall served, so the 30-day archive keeps it live.
+
+        Recall ranks a cached index, not a Chroma query, so nothing else would.
+        Each item is marked at most once per RETRIEVAL_RESOLUTION by this
+        process; a failing mark costs the recall nothing (the item's clock
+        just moves on the next one).
+        """
+        now = self.clock()
+        fresh = []
+        with self._lock:
+            for hit in hits:
+                key = (tenant_id, hit.fact_id)
+                last = self._served.get(key)
+                if hit.state is MemoryState.COMMITTED and (
+                    last is None or now - last >= RETRIEVAL_RESOLUTION
+                ):
+                    fresh.append(hit)
+                    self._served[key] = now
+                    self._served.move_to_end(key)
+            while len(self._served) > SERVED_MEMO:
+                self._served.popitem(last=False)
+        if not fresh:
+            return
+        facts = [h.fact_id for h in fresh if h.hit_kind == "fact"]
+        episodes = [h.fact_id for h in fresh if h.hit_kind == "episode"]
+        try:
+            self.stores.chroma.mark_retrieved(tenant_id, facts, episodes)
+        except Exception:  # noqa: BLE001 - a store hiccup must not fail a read
+            _LOG.warning("could not mark %d recalled items as retrieved", len(fresh), exc_info=True)
 
     def _committed(self, tenant_id: str, user_id: str, dim: int) -> UserItems:
         """The user's index over the episodic tier, rebuilt when its revision moved."""

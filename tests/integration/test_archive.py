@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from tier_ops import fact, upsert
+from tier_ops import fact, said, upsert
 from typer.testing import CliRunner
 
 from connectors.chroma_memory import ChromaMemory
@@ -22,6 +22,7 @@ from jobs.cli.app import app
 from jobs.stores import chroma_client
 from memstream.settings import Settings, get_settings
 from schemas.memory import MemoryRecord
+from schemas.ops import MemoryOperation, OpType
 
 NOW = datetime.now(UTC)
 OLD = NOW - timedelta(days=40)  # not retrieved for 40 days: archived
@@ -52,6 +53,11 @@ class Writer:
     def write(self, at: datetime, *records: MemoryRecord) -> None:
         self.now = at
         self.memory.write([upsert(r) for r in records])
+        self.memory.flush()
+
+    def say(self, at: datetime, *ops: MemoryOperation) -> None:
+        self.now = at
+        self.memory.write(list(ops))
         self.memory.flush()
 
 
@@ -132,3 +138,58 @@ def test_an_unknown_tenant_archives_nothing_and_creates_nothing(
     out = archive("--namespace", namespace, "--tenant", f"nobody{unique}")
     assert out.splitlines()[0] == f"nobody{unique}: archived 0 items"
     assert writer.memory.tenants() == []
+
+
+def test_episodes_idle_for_thirty_days_are_archived_unless_recall_served_them(
+    writer: Writer, unique: str
+) -> None:
+    namespace = writer.memory.namespace
+    assert namespace is not None
+    tenant = f"e{unique}"
+    old, served, recent = (
+        said(tenant, "u1", "ep-old", "My dog is called Biscuit.", at=OLD),
+        said(tenant, "u1", "ep-served", "I work nights at the bakery.", at=OLD),
+        said(tenant, "u1", "ep-recent", "We moved to Leeds.", at=RECENT),
+    )
+    writer.say(OLD, old, served)
+    writer.say(RECENT, recent)
+    writer.now = NOW - timedelta(days=2)  # recall served one old turn two days ago
+    writer.memory.mark_retrieved(tenant, [], ["ep-served"])
+    writer.now = NOW
+
+    out = archive("--namespace", namespace, "--tenant", tenant, "--dry-run")
+    assert out.splitlines()[0] == f"{tenant}: would archive 1 item"
+    out = archive("--namespace", namespace, "--tenant", tenant)
+    assert out.splitlines()[0] == f"{tenant}: archived 1 item"
+
+    live = {e.episode.episode_id for e in writer.memory.user_episodes(tenant, "u1")}
+    assert live == {"ep-served", "ep-recent"}
+    kept = writer.memory.episodes(tenant, archive=True).get(ids=["ep-old"], include=["metadatas"])
+    assert kept["ids"] == ["ep-old"]  # not lost
+    # A redelivered write of the archived turn (and its outdate mark) stays in the archive.
+    assert old.episode is not None
+    writer.say(
+        NOW,
+        old,
+        old.model_copy(
+            update={
+                "op_type": OpType.OUTDATE_EPISODE,
+                "op_id": "o-outdate",
+                "episode": None,
+                "target_fact_id": "ep-old",
+            }
+        ),
+    )
+    live = {e.episode.episode_id for e in writer.memory.user_episodes(tenant, "u1")}
+    assert live == {"ep-served", "ep-recent"}
+    archived = writer.memory.episodes(tenant, archive=True).get(
+        ids=["ep-old"], include=["metadatas"]
+    )
+    assert archived["metadatas"] and archived["metadatas"][0]["outdated"] is True
+    # Forgetting the user erases archived turns too.
+    writer.say(
+        NOW,
+        old.model_copy(update={"op_type": OpType.ERASE_USER, "op_id": "o-erase", "episode": None}),
+    )
+    assert writer.memory.episodes(tenant, archive=True).get(ids=["ep-old"])["ids"] == []
+    assert writer.memory.user_episodes(tenant, "u1") == []

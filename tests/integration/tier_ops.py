@@ -9,6 +9,8 @@ from datetime import UTC, datetime, timedelta
 import numpy as np
 
 from schemas import ids
+from schemas.episodes import Episode
+from schemas.events import Role
 from schemas.lineage import SourceLineage
 from schemas.memory import (
     Encoding,
@@ -102,6 +104,7 @@ def op(
     status: StatusEntry | None = None,
     target_fact_id: str | None = None,
     resolution: str | None = None,
+    episode: Episode | None = None,
 ) -> MemoryOperation:
     """An operation with the deterministic id the route stage would give it."""
     return MemoryOperation.model_validate(
@@ -123,6 +126,7 @@ def op(
             "status": status,
             "target_fact_id": target_fact_id,
             "resolution": resolution,
+            "episode": episode,
         }
     )
 
@@ -182,3 +186,20 @@ def turn_op(tenant: str, user: str, session: str, index: int, at: datetime = T0)
         tiers=[Tier.WORKING],
         turn=turn,
     )
+
+
+def said(tenant: str, user: str, episode_id: str, text: str, at: datetime = T0) -> MemoryOperation:
+    """An ``upsert_episode`` of one user turn, its vector from ``vector``."""
+    turn = Episode(
+        episode_id=episode_id,
+        tenant_id=tenant,
+        user_id=user,
+        session_id="s1",
+        turn_index=0,
+        role=Role.USER,
+        text=text,
+        ts=at,
+        vector=vector(text),
+        lineage=SourceLineage(topic="dialogue.events", partition=0, offset=0, event_id=episode_id),
+    )
+    return op(OpType.UPSERT_EPISODE, tenant, user, event_id=episode_id, at=at, episode=turn)

@@ -183,3 +183,30 @@ def test_erasures_list_every_store_count_after_a_forget(
     assert erased.removed == {"redis": 1, "chroma": 2, "neo4j": 1}
     assert service.recall("acme", "u1", "monday") == []
     assert service.snapshot("acme", "u1").status == {}
+
+
+def test_recall_marks_what_it_served_for_the_archive_once_a_day(
+    tiers: InMemoryStores, publisher: RecordingPublisher
+) -> None:
+    now = [NOW]
+    stores = MemoryStores(
+        redis=tiers.working,
+        chroma=tiers.episodic,
+        neo4j=tiers.semantic,
+        embedder=HashingEmbedder(),
+        publisher=publisher,
+    )
+    service = MemoryService(stores=stores, clock=lambda: now[0])
+    tiers.episodic.clock = lambda: now[0]
+    held = record("f-held", "tuesday", predicate="prefers_time")
+    apply(tiers, upsert(record("f-day", "monday")), add_pending(held))
+
+    service.recall("acme", "u1", "which day, monday?", k=5)
+    # Committed items are marked; a pending one is not Chroma's to keep.
+    assert tiers.episodic.retrieved == {("acme", "f-day"): NOW}
+    now[0] = NOW + timedelta(hours=3)
+    service.recall("acme", "u1", "which day, monday?", k=5)
+    assert tiers.episodic.retrieved[("acme", "f-day")] == NOW  # within the day: no write
+    now[0] = NOW + timedelta(days=2)
+    service.recall("acme", "u1", "which day, monday?", k=5)
+    assert tiers.episodic.retrieved[("acme", "f-day")] == NOW + timedelta(days=2)
