@@ -53,9 +53,8 @@ BELOW = 1e-6
 # (0.411 -> 0.356 on one), whose turns say many things at once; at 0.8 every
 # set stayed at or above raw-turn MiniLM.
 SUCCESSOR_SHARE = 0.8
-# Weight of an exact hashed-field hit inside ``keyword`` (pipelines.recall's
-# RecallWeights.exact_share default): a named value counts as much as the best
-# text match.
+# Weight of an exact hashed-field hit inside ``keyword``: a named value (a phone
+# number) counts as much as the best text match; neither alone reaches the full score.
 EXACT_SHARE = 0.5
 
 _TOKEN = re.compile(r"[0-9a-z]+(?:[-'][0-9a-z]+)*")

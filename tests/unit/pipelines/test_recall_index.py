@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 import numpy as np
+import pytest
 
 from pipelines.recall_index import IndexItem, ItemKind, UserIndex, stem, terms
 from pipelines.time_focus import Order, time_focus
@@ -194,3 +195,41 @@ def test_several_facts_of_one_turn_take_one_slot_shown_as_the_best() -> None:
     hits = index.search("delivery friday", vec(0), at=NOW, k=3)
     assert ids(hits) == ["f1", "e2"]
     assert hits[0].source is not None and hits[0].source.item_id == "e1"
+
+
+def test_total_is_the_weighted_sum_and_time_halves_in_thirty_days() -> None:
+    index = UserIndex(DIM)
+    index.upsert(fact("f1", "user likes tea", days_ago=30), vec(0))
+    [hit] = index.search("tea", vec(0), at=NOW, k=1, weights=(0.6, 0.3, 0.1))
+    assert hit.time == pytest.approx(1 / (1 + 30 / 30))
+    assert hit.total == pytest.approx(0.6 * hit.vector + 0.3 * hit.keyword + 0.1 * hit.time)
+
+
+def test_each_signal_decides_when_the_others_tie() -> None:
+    index = UserIndex(DIM)
+    index.upsert(fact("old", "user likes tea", days_ago=90), vec(0))
+    index.upsert(fact("new", "user likes tea", days_ago=1), vec(0))
+    assert ids(index.search("tea", vec(0), at=NOW, k=2)) == ["new", "old"]  # time
+    only_time = index.search("tea", vec(0), at=NOW, k=2, weights=(0.0, 0.0, 1.0))
+    assert ids(only_time) == ["new", "old"]
+    index = UserIndex(DIM)
+    index.upsert(fact("near", "user likes coffee"), vec(0))
+    index.upsert(fact("far", "user likes tea"), vec(1))
+    assert ids(index.search("tea", vec(0), at=NOW, k=2, weights=(0.0, 1.0, 0.0))) == ["far", "near"]
+    assert ids(index.search("tea", vec(0), at=NOW, k=2, weights=(1.0, 0.0, 0.0))) == ["near", "far"]
+
+
+def test_an_exact_value_in_the_query_hits_the_hashed_object() -> None:
+    index = UserIndex(DIM)
+    index.upsert(fact("old", "user phone number 555-0100", exact_keys=frozenset({1})), vec(0))
+    index.upsert(fact("new", "user phone number 555-0199", exact_keys=frozenset({2})), vec(0))
+    hits = index.search("call me on that number", vec(0), at=NOW, k=2, exact_keys=frozenset({2}))
+    assert ids(hits) == ["new", "old"] and hits[0].keyword > hits[1].keyword
+
+
+def test_expired_items_are_not_recalled() -> None:
+    index = UserIndex(DIM)
+    gone = NOW - timedelta(hours=1)
+    index.upsert(fact("gone", "user travel berlin", expires_at=gone), vec(0))
+    assert index.search("travel", vec(0), at=NOW, k=1) == []
+    assert ids(index.search("travel", vec(0), at=NOW - timedelta(hours=2), k=1)) == ["gone"]
