@@ -45,9 +45,13 @@ class UnknownFact(LookupError):
         self.fact_id = fact_id
         self.namespace = namespace
         where = f"namespace {namespace!r}" if namespace else "live memory (namespace '')"
-        hint = "" if fact_id.startswith("f_") else " Fact ids start with 'f_'."
+        hint = (
+            ""
+            if fact_id.startswith(("f_", "e_"))
+            else " Fact ids start with 'f_', remembered turns with 'e_'."
+        )
         super().__init__(
-            f"no fact {fact_id!r} in {where} (looked in Neo4j and Chroma).{hint} "
+            f"no memory {fact_id!r} in {where} (looked in Neo4j and Chroma).{hint} "
             "Pass --namespace for a shadow or test namespace; a pending item is not "
             "a stored fact until it is confirmed."
         )

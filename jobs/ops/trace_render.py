@@ -83,7 +83,8 @@ def outcome(trace: Trace) -> str:
     return ", ".join(parts)
 
 
-def _source_lines(source: SourceFetch) -> list[str]:
+def source_lines(source: SourceFetch) -> list[str]:
+    """The fetched source record, as the fact and episode traces both print it."""
     lineage = source.lineage
     status = "verified" if source.problem is None else "NOT VERIFIED"
     lines = [
@@ -187,7 +188,7 @@ def render_text(trace: Trace) -> list[str]:
     """The trace as lines for a terminal, sections in the order an operator reads them."""
     return [
         *_fact_lines(trace),
-        *_source_lines(trace.source),
+        *source_lines(trace.source),
         "DECISIONS",
         *_decision_lines(trace.decisions),
         *_review_lines(trace),
@@ -196,24 +197,29 @@ def render_text(trace: Trace) -> list[str]:
     ]
 
 
+def source_json(source: SourceFetch) -> dict[str, Any]:
+    """The fetched source record as JSON (``--json`` of both traces)."""
+    return {
+        "provenance": "fetched",
+        "lineage": source.lineage.model_dump(mode="json"),
+        "topic": source.topic,
+        "verified": source.problem is None,
+        "problem": source.problem,
+        "log_start": source.log_start,
+        "log_end": source.log_end,
+        "timestamp_ms": source.timestamp_ms,
+        "key": source.key.decode("utf-8", "replace") if source.key is not None else None,
+        "value": source.value.decode("utf-8", "replace") if source.value is not None else None,
+    }
+
+
 def to_json(trace: Trace) -> dict[str, Any]:
     """The trace as one JSON-ready document (``--json``)."""
     source, decisions = trace.source, trace.decisions
     return {
         "fact": trace.fact.model_dump(mode="json"),
         "found_in": trace.found_in,
-        "source": {
-            "provenance": "fetched",
-            "lineage": source.lineage.model_dump(mode="json"),
-            "topic": source.topic,
-            "verified": source.problem is None,
-            "problem": source.problem,
-            "log_start": source.log_start,
-            "log_end": source.log_end,
-            "timestamp_ms": source.timestamp_ms,
-            "key": source.key.decode("utf-8", "replace") if source.key is not None else None,
-            "value": source.value.decode("utf-8", "replace") if source.value is not None else None,
-        },
+        "source": source_json(source),
         "decisions": None
         if decisions is None
         else {

@@ -284,10 +284,10 @@ def test_cli_traces_a_crm_fact_then_reports_it_gone_after_delete_records(
 def test_an_unknown_fact_id_exits_2_with_a_suggestion(world: World) -> None:
     result = CliRunner().invoke(_cli(), ["f_000000", "--namespace", world.namespace])
     assert result.exit_code == 2
-    assert "no fact 'f_000000'" in result.stderr and "--namespace" in result.stderr
+    assert "no memory 'f_000000'" in result.stderr and "--namespace" in result.stderr
     assert "Fact ids start with 'f_'" in str(UnknownFact("nonsense", world.namespace))
     empty = CliRunner().invoke(_cli(), ["  ", "--namespace", world.namespace])
-    assert empty.exit_code == 2 and "FACT_ID is empty" in empty.stderr
+    assert empty.exit_code == 2 and "ID is empty" in empty.stderr
 
 
 def test_the_stores_hold_the_fact_only_in_their_namespace(world: World) -> None:
@@ -295,3 +295,30 @@ def test_the_stores_hold_the_fact_only_in_their_namespace(world: World) -> None:
     assert world.neo4j.fact(email) is not None
     live = Neo4jMemory(world.neo4j.driver, namespace="")
     assert live.fact(email) is None
+
+
+def test_cli_traces_a_remembered_turn_to_its_event_its_ops_and_its_facts(
+    world: World, settings: Settings
+) -> None:
+    said = [op.episode for op in world.ops if op.op_type is OpType.UPSERT_EPISODE and op.episode]
+    first = next(e for e in said if e.lineage.event_id == f"{world.tenant}-d0")
+    newer = next(e for e in said if e.lineage.event_id == f"{world.tenant}-d2")
+    result = CliRunner().invoke(
+        _cli(), [first.episode_id, "--namespace", world.namespace, "--json"]
+    )
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.stdout)
+    assert doc["episode"]["text"] == "My phone number is 07700 900123."
+    assert doc["source"]["verified"] is True
+    position = (doc["source"]["topic"], first.lineage.partition, first.lineage.offset)
+    assert doc["source"]["value"].encode() == world.published[position]
+    # Written at its turn, outdated when the number changed, by the turn with the new one.
+    assert [o["op_type"] for o in doc["ops"]] == ["upsert_episode", "outdate_episode"]
+    assert doc["outdated"] is True and doc["outdated_by"] == [newer.episode_id]
+    old, _ = world.facts("phone_number")
+    assert [f["fact_id"] for f in doc["facts"]] == [old]
+    text = CliRunner().invoke(_cli(), [first.episode_id, "--namespace", world.namespace])
+    assert text.exit_code == 0 and f"EPISODE {first.episode_id}" in text.stdout
+    assert f"outdated by {newer.episode_id}" in text.stdout
+    unknown = CliRunner().invoke(_cli(), ["e_000000", "--namespace", world.namespace])
+    assert unknown.exit_code == 2 and "no memory 'e_000000'" in unknown.stderr
