@@ -96,3 +96,21 @@ def test_an_agent_claim_with_a_value_of_the_wrong_type_is_held_not_dropped() -> 
     ops = feed.say("e1", fact("e1", "address", "1 gbps", asserted_by=Assertor.AGENT))
     assert types(ops) == ["append_turn", "add_pending"]
     assert "a place, not a quantity" in (record(ops[1]).review[0].reason or "")
+
+
+def test_values_that_parse_as_no_type_are_held_with_the_reason_never_invented() -> None:
+    feed = Feed()
+    for i, (predicate, value) in enumerate(
+        [
+            ("phone_number", "<b>call me</b>"),
+            ("email", "🙂🙂🙂"),
+            ("birthday", "purple elephant"),
+            ("preferred_language", "klingon"),
+            ("age", "x" * 300),
+        ]
+    ):
+        ops = feed.say(f"e{i}", fact(f"e{i}", predicate, value, asserted_by=Assertor.USER))
+        assert types(ops) == ["append_turn", "add_pending"], (predicate, ops)
+        check = record(ops[1]).review[0]
+        assert check.decision == "hold" and predicate in (check.reason or "")
+    assert feed.current(T0 + DAY) == []
