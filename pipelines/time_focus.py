@@ -67,7 +67,8 @@ _MONTHS = {
 }
 _UNITS = {"day": 1, "week": 7, "month": 30, "year": 365}
 _NUMBERS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6}
-_NUMBER = r"(\d+|a|an|one|two|three|four|five|six)"
+_NUMBERS |= {"a couple of": 2, "a few": 3, "several": 4, "couple of": 2, "few": 3}
+_NUMBER = r"(\d+|a couple of|couple of|a few|few|several|a|an|one|two|three|four|five|six)"
 _UNIT = r"(day|week|month|year)s?"
 _MONTH = "(" + "|".join(sorted(_MONTHS, key=len, reverse=True)) + r")\b\.?"
 
@@ -86,6 +87,19 @@ _EARLIEST = re.compile(
 _LATEST = re.compile(
     r"\b(?:now|currently|current|latest|most recent|recently|these days|nowadays|anymore"
     r"|any more|still|at the moment|new|newest|updated|changed)\b"
+)
+
+
+# Questions that relate two events or measure a span between them ("which did I
+# buy first, the bed or the pads?", "how many days passed between ...", "how
+# long had I used the rug when ..."): their evidence is every event they name,
+# so an order word in them asks for no end of the timeline.
+_COMPARES = re.compile(
+    r"\bhow (?:long|many (?:days|weeks|months|years|times))\b"
+    r"|\bbetween\b.+\band\b"
+    r"|\b(?:first|earliest|latest|last|before|after)\b[^?]*\bor\b"
+    r"|\bor\b[^?]*\b(?:first|earlier|later|before|after)\b"
+    r"|\bwhich (?:came|happened|did i \w+) (?:first|earlier|later)\b"
 )
 
 
@@ -154,7 +168,9 @@ def time_focus(query: str, at: datetime) -> TimeFocus | None:
     text = query.casefold()
     start, end = _window(text, at)
     order = (
-        Order.EARLIEST
+        Order.ANY
+        if _COMPARES.search(text)
+        else Order.EARLIEST
         if _EARLIEST.search(text)
         else Order.LATEST
         if _LATEST.search(text)

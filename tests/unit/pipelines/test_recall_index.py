@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from pipelines.recall_index import IndexItem, ItemKind, UserIndex, stem, terms
-from pipelines.time_focus import Order, time_focus
+from pipelines.time_focus import Order, TimeFocus, time_focus
 
 NOW = datetime(2027, 6, 1, 12, tzinfo=UTC)
 DIM = 8
@@ -184,6 +184,25 @@ def test_time_focus_windows() -> None:
     assert ago is not None and ago.contains(at - timedelta(days=14))
     assert time_focus("what's the name of my dog", at) is None
     assert time_focus("may I ask what my number is", at) is None
+    couple = time_focus("what did I cook a couple of days ago?", at)
+    assert couple is not None and couple.contains(at - timedelta(days=2))
+    few = time_focus("the film I saw a few weeks ago", at)
+    assert few is not None and few.contains(at - timedelta(days=21))
+
+
+def test_a_question_relating_two_events_asks_for_no_end_of_the_timeline() -> None:
+    at = datetime(2027, 6, 15, tzinfo=UTC)
+    assert time_focus("what did I order first?", at) == TimeFocus(order=Order.EARLIEST)
+    assert time_focus("where do I live now?", at) == TimeFocus(order=Order.LATEST)
+    for question in (
+        "Which did I buy first, the dog bed or the training pads?",
+        "Which health issue did I deal with first, the cough or the skin tag?",
+        "How many days passed between my first lesson and the recital?",
+        "How long had I been using the new rug when I moved the sofa?",
+        "How long have I worked there before I started my current job?",
+        "Did I visit Rome before or after the wedding?",
+    ):
+        assert time_focus(question, at) is None, question
 
 
 def test_several_facts_of_one_turn_take_one_slot_shown_as_the_best() -> None:
