@@ -64,6 +64,11 @@ class OfferedFact(Frozen):
     object: str
 
 
+# The previous turn kept for the learned extractor's context: a question or offer
+# fits in a few hundred characters, and the keyed state stays small.
+LAST_TEXT_CHARS = 500
+
+
 class DialogueContext(Frozen):
     """What the extractor remembers between turns of one session."""
 
@@ -96,6 +101,11 @@ class DialogueContext(Frozen):
         default=False, description="That question asked for a choice or preference."
     )
     last_predicate: str | None = None
+    last_text: str = Field(
+        default="",
+        max_length=LAST_TEXT_CHARS,
+        description="The session's previous turn (its head): what a bare answer answers.",
+    )
 
     def answer_predicate(self) -> str | None:
         """What a verbless user answer names: an allergy, a thing liked, or nothing."""
@@ -165,7 +175,10 @@ def advance(
     topic: str | None,
 ) -> DialogueContext:
     """The context after ``event``, whose own extracted ``facts`` and topic cue are given."""
-    update: dict[str, Any] = {"turn_index": event.turn_index}
+    update: dict[str, Any] = {
+        "turn_index": event.turn_index,
+        "last_text": event.text[:LAST_TEXT_CHARS],
+    }
     if topic is not None:
         update |= {"topic": topic, "topic_turn": event.turn_index}
     # What the conversation is about is the first time it fixed: later cues are
