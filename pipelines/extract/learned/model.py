@@ -58,6 +58,8 @@ class HeadConfig:
 
     use_rnn: bool = False
     use_crf: bool = False
+    # BIO, not flair's BIOES default: half the tags, and a CRF costs tags² per token.
+    tag_format: str = "BIO"
     hidden_size: int = 64
     reproject_embeddings: bool = False
     word_dropout: float = 0.05
@@ -106,27 +108,40 @@ def minilm_embeddings(config: EncoderConfig) -> Any:
     return embeddings
 
 
-def new_tagger(embeddings: Any, span_labels: Sequence[str], head: HeadConfig) -> Any:
-    """An untrained flair ``SequenceTagger`` predicting BIOES tags of ``span_labels``."""
-    from flair.data import Dictionary
+def _sequence_tagger(embeddings: Any, dictionary: Any, head: HeadConfig, restored: bool) -> Any:
     from flair.models import SequenceTagger
 
-    dictionary = Dictionary(add_unk=False)
-    for label in span_labels:
-        dictionary.add_item(label)
-    dictionary.span_labels = True
     with _quiet_flair():
-        return SequenceTagger(
+        tagger = SequenceTagger(
             embeddings=embeddings,
             tag_dictionary=dictionary,
             tag_type=LABEL_TYPE,
             use_rnn=head.use_rnn,
             use_crf=head.use_crf,
+            tag_format=head.tag_format,
             hidden_size=head.hidden_size,
             reproject_embeddings=head.reproject_embeddings,
             word_dropout=head.word_dropout,
             locked_dropout=head.locked_dropout,
+            # A restored dictionary is the trained one: B-/I- tags and CRF start/stop already in.
+            init_from_state_dict=restored,
         )
+    if head.use_crf:
+        from pipelines.extract.learned.crf import StepwiseViterbiLoss
+
+        tagger.loss_function = StepwiseViterbiLoss(tagger.label_dictionary)
+    return tagger
+
+
+def new_tagger(embeddings: Any, span_labels: Sequence[str], head: HeadConfig) -> Any:
+    """An untrained flair ``SequenceTagger`` predicting B-/I- tags of ``span_labels``."""
+    from flair.data import Dictionary
+
+    dictionary = Dictionary(add_unk=False)
+    for label in span_labels:
+        dictionary.add_item(label)
+    dictionary.span_labels = True
+    return _sequence_tagger(embeddings, dictionary, head, restored=False)
 
 
 def to_sentence(encoded: Encoded, spans: Sequence[LabelledSpan] = ()) -> Any:
@@ -185,7 +200,6 @@ class LearnedExtractor:
         """Load a saved head and attach the packaged MiniLM to it (CPU, eval mode)."""
         import torch
         from flair.data import Dictionary
-        from flair.models import SequenceTagger
 
         saved = torch.load(path, map_location="cpu", weights_only=True)
         if saved.get("format") != FORMAT or saved.get("format_version") != FORMAT_VERSION:
@@ -199,20 +213,7 @@ class LearnedExtractor:
         dictionary = Dictionary(add_unk=False)
         for tag in saved["tags"]:
             dictionary.add_item(tag)
-        with _quiet_flair():
-            tagger = SequenceTagger(
-                embeddings=minilm_embeddings(encoder),
-                tag_dictionary=dictionary,
-                tag_type=LABEL_TYPE,
-                use_rnn=head.use_rnn,
-                use_crf=head.use_crf,
-                hidden_size=head.hidden_size,
-                reproject_embeddings=head.reproject_embeddings,
-                word_dropout=head.word_dropout,
-                locked_dropout=head.locked_dropout,
-                # The dictionary is the trained one: BIOES tags and CRF start/stop already in.
-                init_from_state_dict=True,
-            )
+        tagger = _sequence_tagger(minilm_embeddings(encoder), dictionary, head, restored=True)
         missing, unexpected = tagger.load_state_dict(saved["state_dict"], strict=False)
         stray = [name for name in missing if not name.startswith(_EMBEDDINGS_PREFIX)]
         if stray or unexpected:

@@ -573,13 +573,10 @@ def decode(
         i += 1
         while i < len(parts) and kinds:
             n_context, n_first, n_last, n_span = parts[i]
+            if n_context != in_context or n_span.label != span.label:
+                break
             n_raw = text[tokens[n_first].start : tokens[n_last - 1].end]
-            gap = [t.text for t in tokens[last:n_first]]
-            if (
-                n_context != in_context
-                or n_span.label != span.label
-                or not joins(kinds, n_raw, gap)
-            ):
+            if not joins(kinds, n_raw, [t.text for t in tokens[last:n_first]]):
                 break
             raw, score, last = f"{raw} {n_raw}", min(score, n_span.score), n_last
             kinds |= time_kinds(n_raw)

@@ -11,8 +11,9 @@ that work.
 from __future__ import annotations
 
 import random
+from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -24,11 +25,20 @@ from pipelines.extract.learned.model import (
     new_tagger,
     to_sentence,
 )
-from pipelines.extract.learned.tagging import Alignment, Example, labelled_files, read_examples
+from pipelines.extract.learned.tagging import (
+    Alignment,
+    Example,
+    labelled_files,
+    parse_span_label,
+    read_examples,
+    span_label,
+)
 
 # The dev-set files held out for choosing an architecture (blind when written,
 # benchmarks/devset/README.md, "Held-out splits").
 VALIDATION_FILES = ("heldout11.txt", "heldout12.txt")
+# Hedged labels rarer than this are trained without the hedge (label_map).
+MIN_LABEL_COUNT = 3
 
 
 @dataclass(frozen=True)
@@ -81,14 +91,28 @@ def split_examples(data_dir: Path) -> tuple[list[Example], list[Example]]:
     return train, validation
 
 
-def span_labels(alignments: Sequence[Alignment]) -> list[str]:
-    """Every span label of the training turns, sorted (the tag dictionary's order)."""
-    return sorted({span.label for a in alignments for span in a.spans})
+def label_map(alignments: Sequence[Alignment], min_count: int = MIN_LABEL_COUNT) -> dict[str, str]:
+    """Each span label of the training turns and the label it is trained as.
+
+    A hedged label seen fewer than ``min_count`` times is trained without its
+    hedge (``likes~neg~hedge`` as ``likes~neg``): too few to learn, and every
+    extra label costs the CRF tags² per token. Negation is always kept.
+    """
+    counts = Counter(span.label for a in alignments for span in a.spans)
+    mapping = {}
+    for label, count in counts.items():
+        predicate, negated, hedged = parse_span_label(label)
+        rare = hedged and count < min_count
+        mapping[label] = span_label(predicate, negated) if rare else label
+    return mapping
 
 
-def sentences_of(alignments: Sequence[Alignment]) -> list[Any]:
-    """Flair sentences with the gold span labels, to train on."""
-    return [to_sentence(a.encoded, a.spans) for a in alignments]
+def sentences_of(alignments: Sequence[Alignment], labels: dict[str, str]) -> list[Any]:
+    """Flair sentences with the gold span labels (as ``label_map`` trains them)."""
+    return [
+        to_sentence(a.encoded, [replace(s, label=labels.get(s.label, s.label)) for s in a.spans])
+        for a in alignments
+    ]
 
 
 def train_extractor(
@@ -132,6 +156,8 @@ def train_extractor(
         # The encoder is frozen: vectors kept on the sentences are never stale.
         embeddings_storage_mode="cpu",
         save_final_model=False,
+        # Also stops flair writing a best-model.pt (transformer included) every epoch.
+        use_final_model_for_eval=True,
         create_file_logs=False,
         create_loss_file=False,
     )

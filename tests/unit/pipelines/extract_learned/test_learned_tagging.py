@@ -1,0 +1,222 @@
+"""Learned extractor tagging: reading, alignment of gold objects to spans, decoding of tags."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from pipelines.extract.learned.tagging import (
+    BLIND_DIR,
+    Example,
+    GoldTriple,
+    LabelledSpan,
+    align,
+    bio_tags,
+    coverage,
+    decode,
+    encode,
+    labelled_files,
+    parse_span_label,
+    read_examples,
+    span_label,
+    spans_from_bio,
+    tokenise,
+)
+from pipelines.extract.learned.windows import one_window
+
+
+def example(text: str, *gold: GoldTriple, previous: str = "", role: str = "user") -> Example:
+    return Example("t.txt:1", "c1", "c1-s1", 1, role, text, previous, tuple(gold))
+
+
+def tagged(alignment_words: list[str], tags: list[str]) -> list[tuple[str, str]]:
+    return [(w, t) for w, t in zip(alignment_words, tags, strict=True) if t != "O"]
+
+
+def test_tokens_split_clitics_keep_numbers_with_units_and_emails() -> None:
+    words = [t.text for t in tokenise("Monday's fine, call 0151 234 5678 at 10am: jo.k@ex.org.")]
+    assert words[:3] == ["Monday", "'s", "fine"]
+    assert {"0151", "234", "5678", "10am", "jo.k@ex.org"} <= set(words)
+    assert [t.text for t in tokenise("I don't eat gluten-free")] == [
+        "I",
+        "don't",
+        "eat",
+        "gluten-free",
+    ]
+
+
+def test_labels_carry_polarity_and_hedge() -> None:
+    assert span_label("appointment_time", negated=True) == "appointment_time~neg"
+    assert span_label("likes", True, True) == "likes~neg~hedge"
+    assert parse_span_label("likes~neg~hedge") == ("likes", True, True)
+    assert parse_span_label("plan~hedge") == ("plan", False, True)
+
+
+def test_a_bare_yes_is_aligned_to_the_offer_in_the_previous_turn() -> None:
+    gold = GoldTriple("appointment_time", "tuesday")
+    found = align(example("Yes, fine.", gold, previous="Would Tuesday suit?"))
+    assert found.unaligned == ()
+    assert found.in_context == 1
+    assert tagged(found.encoded.words, found.tags) == [("Tuesday", "B-appointment_time")]
+    # The turn's own words win over the context's.
+    found = align(example("Tuesday is fine.", gold, previous="Would Tuesday suit?"))
+    assert found.in_context == 0
+    start = found.encoded.current_start
+    assert found.spans == (LabelledSpan("appointment_time", start, start + 1),)
+
+
+def test_a_negated_span_gets_the_negated_label_and_a_normalised_match() -> None:
+    found = align(
+        example(
+            "I never eat mushrooms, and please don't send text messages.",
+            GoldTriple("likes", "mushroom", negated=True),
+            GoldTriple("contact_channel", "sms", negated=True),
+        )
+    )
+    assert found.unaligned == ()
+    assert tagged(found.encoded.words, found.tags) == [
+        ("mushrooms", "B-likes~neg"),
+        ("text", "B-contact_channel~neg"),
+    ]
+
+
+def test_phone_numbers_and_addresses_span_several_tokens() -> None:
+    found = align(
+        example(
+            "It's 0151 234 5678, and I live at 14 Baker St, London.",
+            GoldTriple("phone_number", "01512345678"),
+            GoldTriple("address", "14 baker street, london"),
+        )
+    )
+    assert found.unaligned == ()
+    spans = tagged(found.encoded.words, found.tags)
+    assert [w for w, _ in spans] == ["0151", "234", "5678", "14", "Baker", "St", ",", "London"]
+
+
+def test_an_old_two_fact_time_is_merged_into_one_window() -> None:
+    found = align(
+        example(
+            "Monday at 10am works.",
+            GoldTriple("appointment_time", "monday"),
+            GoldTriple("appointment_time", "10am"),
+        )
+    )
+    assert found.merged == 1
+    assert [g.obj for g in found.gold] == ["monday 10am"]
+    assert tagged(found.encoded.words, found.tags) == [
+        ("Monday", "B-appointment_time"),
+        ("at", "I-appointment_time"),
+        ("10am", "I-appointment_time"),
+    ]
+    assert coverage([example("x")], [align(example("x"))]).total == 0
+
+
+def test_a_window_said_in_two_parts_is_two_spans_and_decodes_as_one() -> None:
+    gold = GoldTriple("appointment_time", "monday 10am", hedged=True)
+    found = align(example("10am on Monday, if you can.", gold))
+    assert found.unaligned == ()
+    assert tagged(found.encoded.words, found.tags) == [
+        ("10am", "B-appointment_time~hedge"),
+        ("Monday", "B-appointment_time~hedge"),
+    ]
+    [triple] = decode(found.encoded, found.spans)
+    assert (triple.predicate, triple.obj, triple.hedged) == (
+        "appointment_time",
+        "10am monday",
+        True,
+    )
+
+
+def test_alternatives_stay_separate_facts() -> None:
+    assert not one_window("Monday", "Wednesday", ["or"])
+    assert not one_window("Monday", "10am", ["or"])
+    assert one_window("Monday", "10am", ["at"])
+    found = align(
+        example(
+            "Monday or Wednesday.",
+            GoldTriple("delivery_time", "monday"),
+            GoldTriple("delivery_time", "wednesday"),
+        )
+    )
+    assert found.merged == 0
+    assert sorted(t.obj for t in decode(found.encoded, found.spans)) == ["monday", "wednesday"]
+
+
+def test_values_that_are_not_in_the_text_are_reported_unaligned() -> None:
+    found = align(example("Red, I don't drink white.", GoldTriple("likes", "white wine", True)))
+    assert found.spans == ()
+    assert found.unaligned == (GoldTriple("likes", "white wine", True),)
+    report = coverage([example("x", GoldTriple("likes", "white wine", True))], [found])
+    assert (report.total, report.aligned, len(report.unaligned)) == (1, 0, 1)
+
+
+def test_decoding_predicted_tags_gives_typed_triples_with_scores() -> None:
+    encoded = encode("Best number?", "Not on weekends. It's 07700 900123.", "user")
+    words = encoded.words
+    tags = ["O"] * len(words)
+    tags[words.index("weekends")] = "B-delivery_time~neg"
+    first = words.index("07700")
+    tags[first], tags[first + 1] = "B-phone_number", "I-phone_number"
+    scores = [1.0] * len(words)
+    scores[first], scores[first + 1] = 0.9, 0.7
+    triples = decode(encoded, spans_from_bio(tags, scores))
+    by_predicate = {t.predicate: t for t in triples}
+    assert by_predicate["delivery_time"].obj == "weekend"
+    assert by_predicate["delivery_time"].negated
+    phone = by_predicate["phone_number"]
+    assert (phone.obj, phone.from_context) == ("07700900123", False)
+    assert phone.confidence == pytest.approx(0.8)
+
+
+def test_decoding_keeps_context_spans_apart_and_drops_values_of_the_wrong_type() -> None:
+    encoded = encode("Would Tuesday suit?", "Yes.", "user")
+    tuesday = encoded.words.index("Tuesday")
+    spans = [
+        LabelledSpan("appointment_time", tuesday, tuesday + 1, 0.6),
+        # Across the separator: clipped to the context segment it starts in.
+        LabelledSpan("email", tuesday + 1, len(encoded.words), 0.9),
+    ]
+    [triple] = decode(encoded, spans)
+    assert (triple.obj, triple.from_context, triple.confidence) == ("tuesday", True, 0.6)
+
+
+def test_bio_round_trip_and_bioes_input() -> None:
+    spans = [LabelledSpan("plan", 1, 3), LabelledSpan("likes~neg", 3, 4)]
+    tags = bio_tags(5, spans)
+    assert tags == ["O", "B-plan", "I-plan", "B-likes~neg", "O"]
+    assert spans_from_bio(tags) == spans
+    assert spans_from_bio(["S-plan", "B-likes", "E-likes", "I-likes"]) == [
+        LabelledSpan("plan", 0, 1),
+        LabelledSpan("likes", 1, 3),
+        LabelledSpan("likes", 3, 4),
+    ]
+
+
+def test_reading_a_file_links_each_turn_to_the_previous_one_of_its_session(tmp_path: Path) -> None:
+    path = tmp_path / "split.txt"
+    path.write_text(
+        "# written blind\n"
+        "= x01 acme ux01\n@ s1 2026-03-02T09:00:00+00:00\n"
+        "A: Would Tuesday suit?\n+ appointment_time | tuesday | agent\n"
+        "U: Yes, fine.\n+ appointment_time | tuesday\n"
+        "@ s2 2026-03-09T09:00:00+00:00\n"
+        "U: Actually not Tuesday.\n+ appointment_time | tuesday | neg update\n",
+        encoding="utf-8",
+    )
+    offer, yes, later = read_examples(path, tmp_path)
+    assert (offer.role, offer.gold[0].agent) == ("agent", True)
+    assert (yes.previous_text, yes.turn_index) == ("Would Tuesday suit?", 1)
+    assert later.previous_text == "" and later.session == "x01-s2"
+    assert later.gold == (GoldTriple("appointment_time", "tuesday", True, False, True, False),)
+    assert yes.source == "split.txt:6"
+
+
+def test_the_blind_folder_is_never_listed_or_read(tmp_path: Path) -> None:
+    (tmp_path / "train").mkdir()
+    (tmp_path / BLIND_DIR).mkdir()
+    for name in ("a.txt", "train/b.txt", f"{BLIND_DIR}/c.txt", "README.md"):
+        (tmp_path / name).write_text("", encoding="utf-8")
+    assert labelled_files(tmp_path) == [tmp_path / "a.txt", tmp_path / "train" / "b.txt"]
+    with pytest.raises(ValueError, match="blind"):
+        read_examples(tmp_path / BLIND_DIR / "c.txt")
