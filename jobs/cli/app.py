@@ -72,7 +72,7 @@ COMMANDS: dict[str, LazyCommand] = {
     "trace": LazyCommand(
         "jobs.cli.trace",
         "trace",
-        "Trace a fact: source event from Kafka, stage decisions, version chain.",
+        "Trace a fact or a remembered turn: source event from Kafka, decisions, versions.",
     ),
     "replay": LazyCommand(
         "jobs.cli.replay",
