@@ -25,6 +25,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from pipelines.extract import FactExtractor
+from pipelines.extract.learned.model import MODEL_PATH as LEARNED_MODEL
 from pipelines.extract.typed import window_part
 from pipelines.extract.vocabulary import canonical_phone, canonical_time
 from pipelines.parse import DialogueParser
@@ -379,6 +380,7 @@ def main(
     dev: Path = DEVSET,
     natural: int = 0,
     only: tuple[str, ...] = (),
+    learned: Path | None = None,
 ) -> None:
     """Print every split's quality, ours and the baseline's; list one split's misses."""
     splits = {
@@ -402,10 +404,20 @@ def main(
         for name, turns in splits.items()
     }
     base = {name: SplitResult(turns, *run_baseline(turns)) for name, turns in splits.items()}
-    for title, results in (
-        ("memstream (spaCy + Flair + rules)", ours),
-        ("baseline (keywords and regexes)", base),
-    ):
+    tables = [("memstream rules (spaCy + Flair NER + rules)", ours)]
+    if learned is not None:
+        with_model = FactExtractor.load(parser, learned_path=learned)
+        tables.append(
+            (
+                f"memstream learned ({learned.name} + rule overrides)",
+                {
+                    name: SplitResult(turns, *run_memstream(turns, parser, with_model))
+                    for name, turns in splits.items()
+                },
+            )
+        )
+    tables.append(("baseline (keywords and regexes)", base))
+    for title, results in tables:
         rows = {name: r.row() for name, r in results.items()}
         for role in ("tuned", "blind", "first"):
             members = [r for name, r in results.items() if ROLES[name] == role]
@@ -471,5 +483,14 @@ if __name__ == "__main__":
     arguments.add_argument(
         "--only", nargs="+", default=(), metavar="SPLIT", help="score only these splits"
     )
+    arguments.add_argument(
+        "--learned",
+        type=Path,
+        nargs="?",
+        const=LEARNED_MODEL,
+        default=None,
+        metavar="MODEL",
+        help="also score the learned extractor (default model: the packaged one)",
+    )
     options = arguments.parse_args()
-    main(options.errors, options.dev, options.natural, tuple(options.only))
+    main(options.errors, options.dev, options.natural, tuple(options.only), options.learned)

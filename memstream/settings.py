@@ -131,6 +131,11 @@ class IngestSettings(_Section):
     # None: <state_dir>/models/transe (written by `memstream train transe`);
     # without a trained model the encode stage uses its deterministic fallback.
     transe_dir: Path | None = None
+    # A model written by `memstream train extractor`: its typed triples become the
+    # facts and the rules only add their closed-form values
+    # (pipelines/extract/learned/facts.py). None: the rules alone, the default
+    # while they score higher at first sight (benchmarks/devset/README.md).
+    learned_extractor: Path | None = None
 
 
 class SinkSettings(_Section):

@@ -45,7 +45,8 @@ def load_pipeline(settings: Settings, *, stage_timer: StageTimer = untimed) -> I
     transe_dir = settings.transe_model_dir
     return IngestPipeline(
         parser=parser,
-        extractor=FactExtractor.load(parser),  # shares the parser's spaCy pipeline
+        # Shares the parser's spaCy pipeline.
+        extractor=FactExtractor.load(parser, learned_path=settings.ingest.learned_extractor),
         crm_extractor=extract_crm,
         encoder=Encoder.load(transe_dir if transe_dir.is_dir() else None),
         reviewer=Reviewer(settings.review, load_rules(settings.review_rules or RULES_FILE)),

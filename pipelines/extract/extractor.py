@@ -6,7 +6,7 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pipelines.extract import vocabulary as vocab
 from pipelines.extract.candidates import (
@@ -17,6 +17,7 @@ from pipelines.extract.candidates import (
     ner_candidates,
 )
 from pipelines.extract.context import (
+    LAST_TEXT_CHARS,
     DialogueContext,
     advance,
     is_affirmation,
@@ -24,6 +25,7 @@ from pipelines.extract.context import (
     turn_topic,
 )
 from pipelines.extract.fragments import evaluation_candidates, fragment_candidates
+from pipelines.extract.learned.facts import combine, learned_fact
 from pipelines.extract.polarity import (
     SPAN_KEY,
     build_negex,
@@ -46,6 +48,9 @@ from pipelines.parse.parser import DialogueParser, parsed_head
 from schemas.events import DialogueEvent, Role
 from schemas.facts import Assertor, ExtractedFact, Span
 from schemas.memory import MemoryKind, Polarity
+
+if TYPE_CHECKING:
+    from pipelines.extract.learned.model import LearnedExtractor
 
 SUBJECT = "user"
 # Confidence levels against the review gate (commit >= 0.82, pending >= 0.55):
@@ -75,20 +80,36 @@ ASSERTORS = {Role.USER: Assertor.USER, Role.AGENT: Assertor.AGENT, Role.SYSTEM: 
 
 
 class FactExtractor:
-    """spaCy + the project's Flair tagger + rules -> ``ExtractedFact`` lists."""
+    """spaCy + the project's Flair tagger + rules (+ the learned tagger) -> ``ExtractedFact``s.
 
-    def __init__(self, parser: DialogueParser, tagger: NerTagger) -> None:
-        """Share the parser's spaCy pipeline; ``tagger`` is the loaded Flair model."""
+    With a ``learned`` extractor (pipelines/extract/learned), its typed triples
+    are the facts, and the rules only add what ``RULE_OVERRIDES`` names: the
+    closed-form values their patterns find with high precision.
+    """
+
+    def __init__(
+        self, parser: DialogueParser, tagger: NerTagger, learned: LearnedExtractor | None = None
+    ) -> None:
+        """Share the parser's spaCy pipeline; ``tagger`` is the loaded Flair NER model."""
         self.parser = parser
         self.tagger = tagger
+        self.learned = learned
         self.negex = build_negex(parser.nlp)
 
     @classmethod
     def load(
-        cls, parser: DialogueParser | None = None, model_path: Path = MODEL_PATH
+        cls,
+        parser: DialogueParser | None = None,
+        model_path: Path = MODEL_PATH,
+        learned_path: Path | None = None,
     ) -> FactExtractor:
-        """Load spaCy (unless a parser is given) and the committed NER model."""
-        return cls(parser or DialogueParser.load(), NerTagger.load(model_path))
+        """Load spaCy (unless a parser is given), the NER model and, if given, the learned one."""
+        learned = None
+        if learned_path is not None:
+            from pipelines.extract.learned.model import LearnedExtractor
+
+            learned = LearnedExtractor.load(learned_path)
+        return cls(parser or DialogueParser.load(), NerTagger.load(model_path), learned)
 
     def extract(self, event: DialogueEvent, parsed: ParsedTurn) -> list[ExtractedFact]:
         """Facts stated in one turn (agent facts are marked ``asserted_by=agent``)."""
@@ -146,6 +167,7 @@ class FactExtractor:
             ner = with_gazetteer_times(sent, ner)
             per_turn.setdefault(i, []).append((sent, ner))
         results: list[list[ExtractedFact]] = [[] for _ in pairs]
+        learned = self._learned(pairs, contexts) if self.learned is not None else None
         updated = dict(contexts)
         # The user's latest session context (``contexts`` is in least-recently-used order).
         latest = {c.user_id: c for c in contexts.values() if c.user_id is not None}
@@ -162,6 +184,8 @@ class FactExtractor:
                 and is_affirmation(event.text)
             ):
                 results[i] += self._confirmed(event, parsed, results[i], context)
+            if learned is not None:
+                results[i] = combine(learned[i], results[i])
             results[i] = typed(results[i])
             # The topic a turn sets is that of the times it stated, else its first cue:
             # "I can't come on Monday, I'm travelling" stays about the appointment.
@@ -170,6 +194,30 @@ class FactExtractor:
             updated[event.session_id] = advance(context, event, results[i], topic)
             latest[event.user_id] = updated[event.session_id]
         return results, updated
+
+    def _learned(
+        self,
+        pairs: list[tuple[DialogueEvent, ParsedTurn]],
+        contexts: Mapping[str, DialogueContext],
+    ) -> list[list[ExtractedFact]]:
+        """The learned tagger's facts of every turn, each read after the turn before it."""
+        assert self.learned is not None  # noqa: S101 - only called with a model
+        previous = {sid: c.last_text for sid, c in contexts.items()}
+        inputs, english = [], []
+        for i, (event, parsed) in enumerate(pairs):
+            if parsed.lang.startswith("en") and not parsed.is_chit_chat:
+                head = parsed_head(event.text)
+                inputs.append((previous.get(event.session_id, ""), head, event.role.value))
+                english.append(i)
+            previous[event.session_id] = event.text[:LAST_TEXT_CHARS]
+        triples = self.learned.predict(inputs)
+        out: list[list[ExtractedFact]] = [[] for _ in pairs]
+        for i, found in zip(english, triples, strict=True):
+            event, parsed = pairs[i]
+            update = any(s.intent is Intent.CORRECTION for s in parsed.sentences)
+            update = update or is_update(event.text)
+            out[i] = [learned_fact(event, parsed, t, update=update) for t in found]
+        return out
 
     def _turn_facts(
         self,

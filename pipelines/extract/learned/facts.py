@@ -1,0 +1,95 @@
+"""The learned tagger's triples as extracted facts, and how the rules add to them.
+
+The tagger (pipelines/extract/learned/model.py) gives typed triples with
+polarity, hedge and its own confidence. Here they become ``ExtractedFact``s
+with the kind the vocabulary gives (a negated constraint is a standing rule),
+the speaker's voice, and a confidence on the review gate's scale. The rules
+(pipelines/extract/extractor.py) then add only the facts of the predicates in
+``RULE_OVERRIDES``, whose closed forms their patterns find with high
+precision, when the tagger did not state the same value.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from pipelines.extract.learned.tagging import LearnedTriple
+from pipelines.parse.model import ParsedTurn
+from pipelines.vocabulary import Negation, default_vocabulary
+from schemas.events import DialogueEvent, Role
+from schemas.facts import Assertor, ExtractedFact
+from schemas.memory import MemoryKind, Polarity
+
+# On the review gate's scale (commit >= 0.82, pending >= 0.55): a confident tag
+# commits like a rule's plain statement, a doubtful one waits for the user, a
+# hedge never commits, and a value taken from the turn before (a "yes" to an
+# offer) ranks just under a stated one, as the rules' confirmed offers do.
+CONFIDENCE_SURE = 0.88
+CONFIDENCE_UNSURE = 0.7
+CONFIDENCE_HEDGED = 0.6
+CONFIDENCE_FROM_CONTEXT = 0.86
+# The tagger's own score (its softmax, or the CRF's marginal) from which a tag is sure.
+SURE_TAG_SCORE = 0.6
+# Predicates whose values the rules' patterns find reliably (addresses, numbers,
+# closed lists): their rule facts are kept beside the tagger's.
+RULE_OVERRIDES = frozenset(
+    {"email", "phone_number", "door_code", "meter_reading", "payment_method", "diet"}
+)
+_VOICES = {Role.USER: Assertor.USER, Role.AGENT: Assertor.AGENT, Role.SYSTEM: Assertor.SYSTEM}
+# The structured-field name of each value type: what hashed exact matching and
+# the dialogue context (a time sets the session's topic) read.
+_FIELDS = {"datetime": "TIME", "date": "TIME", "place": "PLACE", "address": "PLACE"}
+_FIELDS |= {"phone": "PHONE", "email": "EMAIL", "code": "CODE", "money": "MONEY"}
+
+
+def learned_fact(
+    event: DialogueEvent, parsed: ParsedTurn, triple: LearnedTriple, *, update: bool
+) -> ExtractedFact:
+    """One tagged triple of ``event`` as a candidate fact about the user."""
+    spec = default_vocabulary().spec(triple.predicate)
+    negated = triple.negated
+    kind = MemoryKind.RULE if negated and spec.negation is Negation.CONSTRAINT else spec.kind
+    if triple.hedged:
+        confidence = CONFIDENCE_HEDGED
+    elif triple.from_context:
+        confidence = CONFIDENCE_FROM_CONTEXT
+    else:
+        sure = triple.confidence >= SURE_TAG_SCORE
+        confidence = CONFIDENCE_SURE if sure else CONFIDENCE_UNSURE
+    return ExtractedFact(
+        tenant_id=event.tenant_id,
+        user_id=event.user_id,
+        session_id=event.session_id,
+        event_id=event.event_id,
+        event_ts=event.ts,
+        subject="user",
+        predicate=spec.name,
+        object=triple.obj,
+        polarity=Polarity.NEGATED if negated else Polarity.AFFIRMED,
+        kind=kind,
+        confidence=confidence,
+        text=f"{spec.name} {'NOT ' if negated else ''}{triple.obj}",
+        intent=parsed.intent.value,
+        asserted_by=_VOICES[event.role],
+        hedged=triple.hedged,
+        is_update=update,
+        fields={_FIELDS.get(spec.type, "VALUE"): triple.obj},
+    )
+
+
+def combine(
+    learned: Sequence[ExtractedFact], rules: Sequence[ExtractedFact]
+) -> list[ExtractedFact]:
+    """The tagger's facts, then the rules' facts of ``RULE_OVERRIDES`` it did not state."""
+    vocab = default_vocabulary()
+
+    def stated(fact: ExtractedFact) -> bool:
+        spec = vocab.spec(fact.predicate)
+        return any(
+            vocab.canonical(mine.predicate) == spec.name
+            and spec.same_value(mine.object, fact.object)
+            for mine in learned
+        )
+
+    extra = [f for f in rules if vocab.canonical(f.predicate) in RULE_OVERRIDES and not stated(f)]
+    return [*learned, *extra]
