@@ -61,12 +61,19 @@ ARCHITECTURES = {
         learning_rate=5e-3,
         epochs=30,
     ),
+    # A small BiLSTM over the same vectors, a softmax per token: no CRF.
+    "bilstm": Architecture(
+        "bilstm",
+        HeadConfig(use_rnn=True, use_crf=False, hidden_size=64, locked_dropout=0.3),
+        learning_rate=1e-2,
+        epochs=25,
+    ),
     # A small BiLSTM-CRF over the same vectors: sees the tags of its neighbours.
     "bilstm-crf": Architecture(
         "bilstm-crf",
         HeadConfig(use_rnn=True, use_crf=True, hidden_size=64, locked_dropout=0.3),
-        learning_rate=5e-3,
-        epochs=20,
+        learning_rate=1e-2,
+        epochs=8,
     ),
 }
 
