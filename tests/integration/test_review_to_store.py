@@ -270,19 +270,17 @@ def test_a_time_sensitive_fact_expires_and_stays_in_history(
     _, chroma, _ = stores
     (upsert,) = [
         op
-        for op in user.says(T0, "travel", "tomorrow", kind=MemoryKind.STATUS)
+        for op in user.says(T0, "travel", "berlin", kind=MemoryKind.STATUS)
         if op.op_type is OpType.UPSERT_FACT
     ]
     assert upsert.record is not None and upsert.record.expires_at is not None
-    # docs/architecture.md: base 2 d for travel, confidence 0.9 -> 3.8 d.
+    # The vocabulary's trip class (docs/architecture.md): base 2 d, confidence 0.9 -> 3.8 d.
     assert upsert.record.expires_at - T0 == timedelta(days=3.8)
     assert [h.object for h in chroma.get(user.tenant, user.user, at=T0 + timedelta(days=3))] == [
-        "tomorrow"
+        "berlin"
     ]
     assert chroma.get(user.tenant, user.user, at=T0 + timedelta(days=4)) == []
-    assert [h.object for h in chroma.chain(user.tenant, user.user, "user", "travel")] == [
-        "tomorrow"
-    ]
+    assert [h.object for h in chroma.chain(user.tenant, user.user, "user", "travel")] == ["berlin"]
 
 
 def test_a_near_duplicate_merges_into_the_existing_item(
