@@ -29,9 +29,9 @@ from schemas.topics import INPUT_TOPICS
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 # The sample (~400 events) took ~100 s with Faust and ~160 s with Flink (its
-# mini-cluster starts and the job checkpoints) on the shared 2-core machine;
-# 5 minutes means the run is stuck.
-RUN_TIMEOUT_S = 300.0
+# mini-cluster starts and the job checkpoints) on the shared 2-core machine, and
+# Flink passed 300 s once with other work beside the suite; 8 minutes means stuck.
+RUN_TIMEOUT_S = 480.0
 
 
 @pytest.fixture
