@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 
 from pipelines.vocabulary import Negation, default_vocabulary
-from pipelines.vocabulary.values import LANGUAGE_NAMES
+from pipelines.vocabulary.values import LANGUAGE_NAMES, normalise_code, normalise_phone
 from schemas.memory import MemoryKind
 
 # predicate -> the kind a plain affirmed statement of it has (predicates.toml).
@@ -210,10 +210,9 @@ def canonical_plan(text: str) -> str:
     return _UNIT.sub(r"\1\2", " ".join(text.lower().split()))
 
 
-def canonical_phone(text: str) -> str:
-    """Digits only, with a leading '+' kept: '+44 7700 900456' -> '+447700900456'."""
-    digits = re.sub(r"\D", "", text)
-    return f"+{digits}" if text.strip().startswith("+") else digits
+# One normaliser per value type (pipelines/vocabulary/values.py); these names stay
+# for the extraction rules that call them.
+canonical_phone = normalise_phone
 
 
 def canonical_place(text: str) -> str:
@@ -222,9 +221,7 @@ def canonical_place(text: str) -> str:
     return re.sub(r"^(?:the|to|in|at)\s+", "", value)
 
 
-def canonical_code(text: str) -> str:
-    """Codes and readings: the characters without spaces or punctuation at the ends."""
-    return re.sub(r"\s+", "", text.strip(" .,!?;:")).lower()
+canonical_code = normalise_code
 
 
 def is_phone_like(text: str) -> bool:
