@@ -411,18 +411,23 @@ class RedisSpool:
         return [MemoryOperation.model_validate_json(fields["op"]) for _, fields in entries]
 
     def drain(
-        self, apply: Callable[[list[MemoryOperation]], None], batch_size: int = DEFAULT_CHUNK_SIZE
+        self, apply: Callable[[list[MemoryOperation]], bool], batch_size: int = DEFAULT_CHUNK_SIZE
     ) -> int:
         """Feed the spool to ``apply`` oldest first, ``batch_size`` at a time; returns count.
 
-        Stops at the first batch ``apply`` raises on, leaving it (and the rest) spooled.
+        A batch ``apply`` raises on stays spooled, with the rest, and the error
+        propagates. A batch it returns False on was applied, so it leaves the
+        spool, and the drain stops there: the caller wants no more for now.
         """
         drained = 0
         while entries := cast(
             list[tuple[str, dict[str, str]]],
             self.client.xrange(self.key, "-", "+", count=batch_size),
         ):
-            apply([MemoryOperation.model_validate_json(fields["op"]) for _, fields in entries])
+            batch = [MemoryOperation.model_validate_json(fields["op"]) for _, fields in entries]
+            go_on = apply(batch)
             self.client.xdel(self.key, *[entry_id for entry_id, _ in entries])
             drained += len(entries)
+            if not go_on:
+                break
         return drained

@@ -515,14 +515,16 @@ class InMemorySpool:
         """How many operations wait."""
         return len(self.ops)
 
-    def drain(self, apply: Callable[[list[MemoryOperation]], None], batch_size: int = 256) -> int:
-        """Feed the spool to ``apply`` oldest first; a batch it raises on stays spooled."""
+    def drain(self, apply: Callable[[list[MemoryOperation]], bool], batch_size: int = 256) -> int:
+        """As ``RedisSpool.drain``: a batch ``apply`` raises on stays; False stops after it."""
         drained = 0
         while self.ops:
             batch = self.ops[:batch_size]
-            apply(list(batch))
+            go_on = apply(list(batch))
             del self.ops[: len(batch)]
             drained += len(batch)
+            if not go_on:
+                break
         return drained
 
 

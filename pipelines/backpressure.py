@@ -135,12 +135,17 @@ class StorePolicy:
         """Whether the job should try to drain the spool now."""
         return not self.direct and now >= self._next_probe_at
 
-    def record_drain(self, *, completed: bool, now: float) -> float | None:
+    def record_drain(
+        self, *, completed: bool, now: float, progressed: bool = False
+    ) -> float | None:
         """The outcome of a drain attempt; returns the time spent spooling when it completed.
 
         ``completed``: the spool was emptied and every batch was within budget,
-        so the store goes back to DIRECT. Otherwise it stays SPOOLING and the
-        next probe waits twice as long (up to ``probe_max_s``).
+        so the store goes back to DIRECT. Otherwise it stays SPOOLING. After a
+        drain that applied batches but found the store slow (``progressed``)
+        the next probe comes after ``probe_initial_s`` again: the store is up,
+        and waiting longer would only let the spool grow. After a failed one it
+        waits twice as long as the last (up to ``probe_max_s``).
         """
         if self.direct:
             raise RuntimeError(f"{self.store}: drain recorded while direct")
@@ -151,7 +156,10 @@ class StorePolicy:
             self._slow_in_a_row = 0
             self._probe_wait_s = self.config.probe_initial_s
             return now - since
-        self._probe_wait_s = min(self._probe_wait_s * 2, self.config.probe_max_s)
+        if progressed:
+            self._probe_wait_s = self.config.probe_initial_s
+        else:
+            self._probe_wait_s = min(self._probe_wait_s * 2, self.config.probe_max_s)
         self._next_probe_at = now + self._probe_wait_s
         return None
 

@@ -147,7 +147,14 @@ def test_spool_drains_in_order_and_keeps_what_failed(client: redis.Redis, unique
     assert spool.spool_depth() == 7
 
     batches: list[list[MemoryOperation]] = []
-    assert spool.drain(batches.append, batch_size=3) == 7
+
+    def take(batch: list[MemoryOperation]) -> bool:
+        batches.append(batch)
+        return len(batches) != 2  # stop after the second batch: it leaves the spool
+
+    assert spool.drain(take, batch_size=3) == 6
+    assert spool.spool_depth() == 1
+    assert spool.drain(take, batch_size=3) == 1
     assert [len(b) for b in batches] == [3, 3, 1]
     assert [o for b in batches for o in b] == ops
     assert spool.spool_depth() == 0

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from memory_ops import T0, close, record, turn, upsert
 
 from jobs.sink.lane import Fallback, StoreLane, StoreUnavailable
 from memstream.testing import InMemoryEpisodic, InMemorySpool, InMemoryWorking
 from pipelines.backpressure import BackpressureConfig, StorePolicy
 from schemas.memory import Tier
+from schemas.ops import MemoryOperation
 
 FAST = BackpressureConfig(probe_initial_s=1.0, probe_max_s=4.0)
 
@@ -100,3 +103,49 @@ def test_working_memory_keeps_the_last_turns_and_a_replay_changes_nothing() -> N
     lane.apply(ops)
     assert [t.turn_index for t in working.recent_turns("acme", "u1", "s1")] == [3, 4, 5, 6, 7]
     assert working.tier is Tier.WORKING
+
+
+class SlowEpisodic(InMemoryEpisodic):
+    """A store that is up but takes ``seconds`` of the lane's clock per write."""
+
+    def __init__(self, clock: Clock, seconds: float) -> None:
+        super().__init__()
+        self.lane_clock = clock
+        self.seconds = seconds
+
+    def write(self, ops: Sequence[MemoryOperation]) -> None:
+        self.lane_clock.now += self.seconds
+        super().write(ops)
+
+
+def test_a_store_up_but_slow_empties_its_spool_batch_by_batch() -> None:
+    # Every drain batch comes in over the budget. Each one applied leaves the
+    # spool anyway, so the backlog shrinks at every probe (once it never did).
+    clock = Clock()
+    chroma = SlowEpisodic(clock, seconds=0.0)
+    lane, spool = spooled_lane(chroma, clock)
+    chroma.fail_with = ConnectionError("down")
+    backlog = [upsert(record(f"f{i}", "monday")) for i in range(3 * lane.drain_chunk)]
+    lane.apply(backlog)
+    assert spool.spool_depth() == len(backlog)
+
+    chroma.fail_with = None
+    chroma.seconds = chroma.latency_budget_s * 2
+    depths = []
+    for _ in range(3):
+        clock.now += FAST.probe_initial_s  # a progressing drain keeps the first wait
+        lane.apply([])
+        depths.append(spool.spool_depth())
+    assert depths == [2 * lane.drain_chunk, lane.drain_chunk, 0]
+    assert [op.op_id for op in chroma.applied] == [op.op_id for op in backlog]
+    # Still slow, so new operations keep following the backlog into the spool...
+    later = upsert(record("g1", "friday"))
+    lane.apply([later])
+    assert spool.spool_depth() == 1
+    # ...until a drain comes in under the budget and direct writes resume.
+    chroma.seconds = 0.0
+    clock.now += FAST.probe_initial_s
+    direct = upsert(record("g2", "friday"))
+    lane.apply([direct])
+    assert spool.spool_depth() == 0
+    assert [op.op_id for op in chroma.applied][-2:] == [later.op_id, direct.op_id]
