@@ -78,4 +78,6 @@ def check_sample_memory(versions: Versions, at: datetime) -> None:
     assert spec.same_value("monday 2pm", chain[0].object, said, chain[0].valid_from)
     # "500 Mbps fiber" and the CRM's "fiber-500" are one plan.
     _one_value(alice, "plan", "500mbps", at)
-    assert _chain(alice, "phone_number") == ["5550142", "5550199"]
+    # The CRM's record of her old number can arrive after she gave the new one:
+    # a late repeat of what held then, never a version of its own.
+    assert _chain(alice, "phone_number") == ["5550142", "5550199"], _chain(alice, "phone_number")

@@ -42,7 +42,9 @@ def commit(
     decisions: list[Decision] = []
     for head in closes:
         until = max(cand.valid_from, head.valid_from)  # never before it began
-        decisions.append(Close(head.model_copy(update={"valid_until": until})))
+        closed = head.model_copy(update={"valid_until": until})
+        decisions.append(Close(closed))
+        state.remember_closed(closed)
         state.retire(head.chain_id)
         state.count("closed_contradicted")
     res = resolve(state, cand, may_merge=may_merge, config=config)
@@ -62,6 +64,7 @@ def commit(
     )
     if res.closed is not None:
         decisions.append(Close(res.closed))
+        state.remember_closed(res.closed)
     state.put_head(record)
     state.count(res.outcome.decision)
     decisions.append(Upsert(record))

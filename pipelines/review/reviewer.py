@@ -15,13 +15,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from datetime import datetime
+from typing import NamedTuple
 
 from pipelines.review.commit import commit
 from pipelines.review.config import ReviewConfig
 from pipelines.review.gate import Gate, hitl
 from pipelines.review.pending import hold, resolve_action
 from pipelines.review.rules import Contradiction, ReviewRules, attribute, load_rules
-from pipelines.review.state import PendingCause, UserMemoryState
+from pipelines.review.state import PendingCause, UserMemoryState, same_statement
 from pipelines.review.timeliness import expiry
 from pipelines.route import AppendTurn, Decision, EraseUser, route
 from pipelines.vocabulary import PredicateSpec, default_vocabulary
@@ -33,6 +34,13 @@ from schemas.memory import Encoding, MemoryRecord, Polarity, ReviewOutcome, Revi
 from schemas.ops import MemoryOperation, WorkingTurn
 
 Clock = Callable[[], datetime]
+
+
+class _Late(NamedTuple):
+    """A statement older than its chain's current value: a repeat of what held then, or not."""
+
+    repeat: bool
+    reason: str
 
 
 class Reviewer:
@@ -196,23 +204,28 @@ class Reviewer:
         contradictions = self.rules.contradictions(
             fact.subject, fact.predicate, fact.object, fact.polarity, state.current(at)
         )
-        disputed = None if invalid is not None else self._disputed(state, fact, at)
-        checked, held = self._fact_check(fact, contradictions, invalid or disputed)
-        expires_at, timely = expiry(self.config, fact)
+        chain = self._chain(fact)
+        late = self._late(state, fact, chain)
+        if late is not None and late.repeat:
+            state.count("late_repeat")
+            return []
         always = (
             (invalid, PendingCause.INVALID_VALUE)
             if invalid is not None
-            else (disputed, PendingCause.SOURCES_DISAGREE)
-            if disputed is not None
-            else None
+            else (late.reason, PendingCause.LATE)
+            if late is not None
+            else self._disputed(state, fact, at)
         )
+        checked, held = self._fact_check(fact, contradictions, always and always[0])
+        expires_at, timely = expiry(self.config, fact)
         gate = hitl(self.config, fact, held, always)
         if gate.gate is Gate.SKIP:
             state.count("skipped")
             return []
         if invalid is not None:
             state.count("invalid_value")
-        chain = self._chain(fact)
+        elif late is not None:
+            state.count("late_value")
         cand = MemoryRecord(
             fact_id=fact_id(chain, fact.event_id, fact.object, fact.polarity.value),
             chain_id=chain,
@@ -259,7 +272,33 @@ class Reviewer:
             fact.tenant_id, fact.user_id, fact.subject, fact.predicate, fact.object, fact.polarity
         )
 
-    def _disputed(self, state: UserMemoryState, fact: ExtractedFact, at: datetime) -> str | None:
+    def _late(self, state: UserMemoryState, fact: ExtractedFact, chain: str) -> _Late | None:
+        """Whether the fact was said before its chain's current value began.
+
+        Kafka keeps order within a partition only, and CRM webhooks come on a
+        topic of their own, so a statement can arrive after a newer one. It
+        never replaces the newer value: when a closed version held the same
+        value at its time it is a late repeat (nothing to write); a value that
+        differs from what held then waits for a human. The head's own value is
+        a repeat as usual.
+        """
+        head = state.heads.get(chain)
+        if head is None or fact.event_ts >= head.valid_from:
+            return None
+        if same_statement(head, chain, fact.object, fact.polarity, fact.event_ts):
+            return None
+        spec = self._spec(fact.subject, fact.predicate)
+        if state.held_then(chain, fact.object, fact.polarity, fact.event_ts, spec):
+            return _Late(repeat=True, reason="")
+        return _Late(
+            repeat=False,
+            reason=f"said at {fact.event_ts.isoformat()}, before the current "
+            f"{head.statement()!r} (since {head.valid_from.isoformat()}), and arrived after it",
+        )
+
+    def _disputed(
+        self, state: UserMemoryState, fact: ExtractedFact, at: datetime
+    ) -> tuple[str, PendingCause] | None:
         """Why a CRM's first record of a value must not silently replace the user's word.
 
         A CRM field changed from an old value is an explicit update and
@@ -282,7 +321,8 @@ class Reviewer:
         refines = spec.same_value(fact.object, head.object, fact.event_ts, head.valid_from)
         if agrees or refines:
             return None
-        return f"the CRM's first record contradicts the user's own {head.statement()!r}"
+        reason = f"the CRM's first record contradicts the user's own {head.statement()!r}"
+        return reason, PendingCause.SOURCES_DISAGREE
 
     def _spec(self, subject: str, predicate: str) -> PredicateSpec:
         return self.vocabulary.spec(attribute(subject, predicate))

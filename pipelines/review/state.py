@@ -27,7 +27,7 @@ from enum import StrEnum
 from typing import Any
 
 from pipelines.review.rules import attribute
-from pipelines.vocabulary import default_vocabulary
+from pipelines.vocabulary import PredicateSpec, default_vocabulary
 from schemas.lineage import SourceLineage
 from schemas.memory import MemoryRecord, Polarity, Tier
 
@@ -35,6 +35,10 @@ from schemas.memory import MemoryRecord, Polarity, Tier
 # costs under 10% of the heads' budget while remembering the chains of facts
 # that expired long ago.
 TAILS_PER_CHAIN = 8
+# Closed values remembered per chain, so a statement that arrives after a newer
+# one (Kafka keeps order within a partition only, and CRM webhooks come on a
+# topic of their own) can be recognised as what held at its time.
+PAST_PER_CHAIN = 4
 # Turn context matters only within a live conversation; a user rarely has more
 # than a few sessions open at once, and a context is a few hundred bytes.
 MAX_DIALOGUE_SESSIONS = 16
@@ -51,6 +55,7 @@ class PendingCause(StrEnum):
     NOT_USER = "not_user"  # asserted by the agent/system: only the user can confirm
     INVALID_VALUE = "invalid_value"  # does not fit its predicate's type: a human decides
     SOURCES_DISAGREE = "sources_disagree"  # a CRM's first record against the user's word
+    LATE = "late"  # said before the current value, arrived after it: a human decides
 
 
 @dataclass(frozen=True)
@@ -60,6 +65,41 @@ class ChainTail:
     fact_id: str
     version: int
     semantic: bool  # the chain has reached the semantic tier
+
+
+@dataclass(frozen=True)
+class PastValue:
+    """A closed version of a chain: the value, and when it held."""
+
+    object: str
+    polarity: Polarity
+    valid_from: datetime
+    valid_until: datetime
+
+    def held(self, obj: str, polarity: Polarity, at: datetime, spec: PredicateSpec) -> bool:
+        """Whether ``obj`` (with ``polarity``) is this value and ``at`` lies in its time."""
+        if polarity is not self.polarity or not self.valid_from <= at < self.valid_until:
+            return False
+        if self.object.casefold().strip() == obj.casefold().strip():
+            return True
+        return spec.same_value(self.object, obj, self.valid_from, at)
+
+    def to_json(self) -> list[str]:
+        """JSON-ready form for the snapshot."""
+        return [
+            self.object,
+            self.polarity.value,
+            self.valid_from.isoformat(),
+            self.valid_until.isoformat(),
+        ]
+
+    @classmethod
+    def from_json(cls, data: list[str]) -> PastValue:
+        """Inverse of ``to_json``."""
+        obj, polarity, since, until = data
+        return cls(
+            obj, Polarity(polarity), datetime.fromisoformat(since), datetime.fromisoformat(until)
+        )
 
 
 @dataclass(frozen=True)
@@ -129,6 +169,9 @@ class UserMemoryState:
         self.max_pending = max_pending
         self.heads: dict[str, MemoryRecord] = {}
         self.tails: dict[str, ChainTail] = {}
+        # The last closed values of each chain, oldest first (``PAST_PER_CHAIN``);
+        # chains are evicted least recently closed first, as many as ``tails``.
+        self.past: dict[str, list[PastValue]] = {}
         self.pending: dict[str, PendingItem] = {}
         self.offsets: dict[str, int] = {}
         self.counters: dict[str, int] = {}
@@ -201,6 +244,22 @@ class UserMemoryState:
         while len(self.tails) > TAILS_PER_CHAIN * self.max_chains:
             del self.tails[next(iter(self.tails))]
 
+    def remember_closed(self, record: MemoryRecord) -> None:
+        """Keep a closed version's value and time (``record.valid_until`` set)."""
+        if record.valid_until is None:
+            return
+        past = self.past.pop(record.chain_id, [])
+        value = PastValue(record.object, record.polarity, record.valid_from, record.valid_until)
+        self.past[record.chain_id] = [*past, value][-PAST_PER_CHAIN:]
+        while len(self.past) > TAILS_PER_CHAIN * self.max_chains:
+            del self.past[next(iter(self.past))]
+
+    def held_then(
+        self, chain: str, obj: str, polarity: Polarity, at: datetime, spec: PredicateSpec
+    ) -> bool:
+        """Whether a closed version of ``chain`` held this value at ``at``."""
+        return any(p.held(obj, polarity, at, spec) for p in self.past.get(chain, ()))
+
     def expire(self, at: datetime) -> None:
         """Let time pass: expired heads stop being current, lapsed pending items go."""
         for chain in [c for c, head in self.heads.items() if _ended(head, at)]:
@@ -232,6 +291,7 @@ class UserMemoryState:
         """Erase everything known about the user; offsets and counters stay."""
         self.heads.clear()
         self.tails.clear()
+        self.past.clear()
         self.pending.clear()
         self.dialogue.clear()
         self.last_turns.clear()
@@ -247,6 +307,7 @@ class UserMemoryState:
         """Become a copy of ``saved`` (taken with ``copy()`` before a failed event)."""
         self.heads = dict(saved.heads)
         self.tails = dict(saved.tails)
+        self.past = dict(saved.past)
         self.pending = dict(saved.pending)
         self.offsets = dict(saved.offsets)
         self.counters = dict(saved.counters)
@@ -262,6 +323,7 @@ class UserMemoryState:
             "max_pending": self.max_pending,
             "heads": [head.model_dump(mode="json") for head in self.heads.values()],
             "tails": [[c, t.fact_id, t.version, t.semantic] for c, t in self.tails.items()],
+            "past": {c: [v.to_json() for v in past] for c, past in self.past.items()},
             "pending": [item.to_json() for item in self.pending.values()],
             "offsets": dict(self.offsets),
             "counters": dict(self.counters),
@@ -280,6 +342,9 @@ class UserMemoryState:
             state.heads[head.chain_id] = head
         for chain, fact, version, semantic in data["tails"]:
             state.tails[chain] = ChainTail(fact, version, semantic)
+        # Absent from snapshots written before late statements were recognised.
+        for chain, past in data.get("past", {}).items():
+            state.past[chain] = [PastValue.from_json(v) for v in past]
         for raw in data["pending"]:
             item = PendingItem.from_json(raw)
             state.pending[item.record.fact_id] = item
