@@ -285,6 +285,10 @@ class Reviewer:
         head = state.heads.get(chain)
         if head is None or fact.event_ts >= head.valid_from:
             return None
+        if head.authoritative and not fact.authoritative and head.supersedes is None:
+            # A CRM's first record only holds what the system had; the user's
+            # own word outranks it whichever arrives first (``_disputed``).
+            return None
         if same_statement(head, chain, fact.object, fact.polarity, fact.event_ts):
             return None
         spec = self._spec(fact.subject, fact.predicate)

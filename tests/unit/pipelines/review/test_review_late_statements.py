@@ -86,3 +86,12 @@ def test_a_snapshot_from_before_closed_values_were_kept_restores() -> None:
     snapshot = feed.state.snapshot()
     del snapshot["past"]
     assert UserMemoryState.restore(snapshot).past == {}
+
+
+def test_the_users_word_arriving_late_still_outranks_a_crms_first_record() -> None:
+    # "Yes, English is fine" at 11:35; the CRM's first record (zh, 11:45) came first.
+    feed = Feed()
+    feed.crm("c1", fact("c1", "preferred_language", "chinese", confidence=1.0), ts=T0 + HOUR)
+    feed.say("e1", fact("e1", "preferred_language", "english"), ts=T0)
+    now = [r.object for r in feed.current(T0 + DAY) if r.predicate == "preferred_language"]
+    assert now == ["english"] and not feed.state.pending
