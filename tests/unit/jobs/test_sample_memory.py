@@ -17,7 +17,6 @@ from pipelines.parse import DialogueParser
 from pipelines.review import Reviewer, UserMemoryState
 from schemas.topics import INPUT_TOPICS
 
-
 # The engines read the three topics side by side, each in its own order: the
 # sample is published whole before the job starts, so one topic can be read to
 # its end before another begins. Event time is the order the sample was written in.
