@@ -29,6 +29,7 @@ from pipelines.extract.learned.facts import combine, learned_fact
 from pipelines.extract.polarity import (
     SPAN_KEY,
     build_negex,
+    dependency_negated,
     is_hedged,
     is_negated,
     is_update,
@@ -51,6 +52,7 @@ from schemas.memory import MemoryKind, Polarity
 
 if TYPE_CHECKING:
     from pipelines.extract.learned.model import LearnedExtractor
+    from pipelines.extract.learned.tagging import LearnedTriple
 
 SUBJECT = "user"
 # Confidence levels against the review gate (commit >= 0.82, pending >= 0.55):
@@ -82,9 +84,9 @@ ASSERTORS = {Role.USER: Assertor.USER, Role.AGENT: Assertor.AGENT, Role.SYSTEM: 
 class FactExtractor:
     """spaCy + the project's Flair tagger + rules (+ the learned tagger) -> ``ExtractedFact``s.
 
-    With a ``learned`` extractor (pipelines/extract/learned), its typed triples
-    are the facts, and the rules only add what ``RULE_OVERRIDES`` names: the
-    closed-form values their patterns find with high precision.
+    With a ``learned`` extractor (pipelines/extract/learned), its typed triples,
+    read in their sentences for negation and hedges, join the rules' facts
+    (``combine`` in pipelines/extract/learned/facts.py).
     """
 
     def __init__(
@@ -167,7 +169,7 @@ class FactExtractor:
             ner = with_gazetteer_times(sent, ner)
             per_turn.setdefault(i, []).append((sent, ner))
         results: list[list[ExtractedFact]] = [[] for _ in pairs]
-        learned = self._learned(pairs, contexts) if self.learned is not None else None
+        learned = self._learned(pairs, contexts, docs) if self.learned is not None else None
         updated = dict(contexts)
         # The user's latest session context (``contexts`` is in least-recently-used order).
         latest = {c.user_id: c for c in contexts.values() if c.user_id is not None}
@@ -199,6 +201,7 @@ class FactExtractor:
         self,
         pairs: list[tuple[DialogueEvent, ParsedTurn]],
         contexts: Mapping[str, DialogueContext],
+        docs: Mapping[int, Any],
     ) -> list[list[ExtractedFact]]:
         """The learned tagger's facts of every turn, each read after the turn before it."""
         assert self.learned is not None  # noqa: S101 - only called with a model
@@ -216,7 +219,8 @@ class FactExtractor:
             event, parsed = pairs[i]
             update = any(s.intent is Intent.CORRECTION for s in parsed.sentences)
             update = update or is_update(event.text)
-            out[i] = [learned_fact(event, parsed, t, update=update) for t in found]
+            scoped = [in_scope(t, docs.get(i)) for t in found]
+            out[i] = [learned_fact(event, parsed, t, update=update) for t in scoped]
         return out
 
     def _turn_facts(
@@ -409,3 +413,23 @@ def _dedupe(found: list[Candidate]) -> list[Candidate]:
             continue
         seen.setdefault((cand.predicate, cand.value), cand)
     return list(seen.values())
+
+
+def in_scope(triple: LearnedTriple, doc: Any) -> LearnedTriple:
+    """A tagged value read in its sentence: negated or hedged there, whatever its tag says.
+
+    The tag names polarity and hedge with the predicate, so a predicate seldom
+    seen negated in training is seldom tagged negated. The parse sees the
+    negator and the hedge cue wherever they are ("I don't think I can do
+    Friday"), as it does for the rules' own spans.
+    """
+    if doc is None or triple.from_context or triple.end <= triple.start:
+        return triple
+    span = doc.char_span(triple.start, triple.end, alignment_mode="expand")
+    if span is None:
+        return triple
+    negated = triple.negated or dependency_negated(span)
+    hedged = triple.hedged or is_hedged(span.sent.text)
+    if (negated, hedged) == (triple.negated, triple.hedged):
+        return triple
+    return replace(triple, negated=negated, hedged=hedged)

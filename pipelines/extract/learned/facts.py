@@ -3,10 +3,8 @@
 The tagger (pipelines/extract/learned/model.py) gives typed triples with
 polarity, hedge and its own confidence. Here they become ``ExtractedFact``s
 with the kind the vocabulary gives (a negated constraint is a standing rule),
-the speaker's voice, and a confidence on the review gate's scale. The rules
-(pipelines/extract/extractor.py) then add only the facts of the predicates in
-``RULE_OVERRIDES``, whose closed forms their patterns find with high
-precision, when the tagger did not state the same value.
+the speaker's voice, and a confidence on the review gate's scale, and are
+joined with the rules' facts (pipelines/extract/extractor.py) by ``combine``.
 """
 
 from __future__ import annotations
@@ -30,11 +28,6 @@ CONFIDENCE_HEDGED = 0.6
 CONFIDENCE_FROM_CONTEXT = 0.86
 # The tagger's own score (its softmax, or the CRF's marginal) from which a tag is sure.
 SURE_TAG_SCORE = 0.6
-# Predicates whose values the rules' patterns find reliably (addresses, numbers,
-# closed lists): their rule facts are kept beside the tagger's.
-RULE_OVERRIDES = frozenset(
-    {"email", "phone_number", "door_code", "meter_reading", "payment_method", "diet"}
-)
 _VOICES = {Role.USER: Assertor.USER, Role.AGENT: Assertor.AGENT, Role.SYSTEM: Assertor.SYSTEM}
 # The structured-field name of each value type: what hashed exact matching and
 # the dialogue context (a time sets the session's topic) read.
@@ -80,16 +73,25 @@ def learned_fact(
 def combine(
     learned: Sequence[ExtractedFact], rules: Sequence[ExtractedFact]
 ) -> list[ExtractedFact]:
-    """The tagger's facts, then the rules' facts of ``RULE_OVERRIDES`` it did not state."""
+    """The rules' facts, then the tagger's facts the rules did not state, when trusted alone.
+
+    The two miss different facts: the rules know the phrasings they were
+    written for, the tagger generalises to new domains. Where both found a
+    value the rules' reading is kept (their polarity and update cues are the
+    better ones). A tagger fact alone is kept when the tagger is sure of it,
+    took it from the turn before (an answer), or marked it hedged (held for
+    the user, never committed); an unsure one alone was more often wrong than
+    right (benchmarks/devset/README.md, Learned extractor).
+    """
     vocab = default_vocabulary()
 
-    def stated(fact: ExtractedFact) -> bool:
+    def said(fact: ExtractedFact) -> bool:
         spec = vocab.spec(fact.predicate)
         return any(
-            vocab.canonical(mine.predicate) == spec.name
-            and spec.same_value(mine.object, fact.object)
-            for mine in learned
+            vocab.canonical(rule.predicate) == spec.name
+            and spec.same_value(rule.object, fact.object)
+            for rule in rules
         )
 
-    extra = [f for f in rules if vocab.canonical(f.predicate) in RULE_OVERRIDES and not stated(f)]
-    return [*learned, *extra]
+    alone = [f for f in learned if not said(f) and (f.confidence > CONFIDENCE_UNSURE or f.hedged)]
+    return [*rules, *alone]

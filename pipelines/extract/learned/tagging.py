@@ -534,6 +534,10 @@ class LearnedTriple:
     hedged: bool
     confidence: float
     from_context: bool
+    # Where the value's words are in its segment's text (the turn's, or the
+    # previous turn's when ``from_context``): what reads its sentence.
+    start: int = 0
+    end: int = 0
 
 
 def _clip(encoded: Encoded, span: LabelledSpan) -> tuple[bool, int, int] | None:
@@ -568,6 +572,7 @@ def decode(
         spec = vocab.spec(predicate)
         tokens, text, _ = encoded.segment(in_context)
         raw = text[tokens[first].start : tokens[last - 1].end]
+        start = tokens[first].start
         score = span.score
         kinds = time_kinds(raw) if spec.type in _TIME_TYPES else frozenset()
         i += 1
@@ -584,7 +589,10 @@ def decode(
         value = canonical(spec, raw)
         if not value or spec.problem(value) is not None:
             continue
-        triples.append(LearnedTriple(spec.name, value, negated, hedged, score, in_context))
+        end = tokens[last - 1].end
+        triples.append(
+            LearnedTriple(spec.name, value, negated, hedged, score, in_context, start, end)
+        )
     return _dedupe(triples, vocab)
 
 

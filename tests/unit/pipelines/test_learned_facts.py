@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from typing import Any
 
+import pytest
+
+from pipelines.extract.extractor import in_scope
 from pipelines.extract.learned.facts import (
     CONFIDENCE_FROM_CONTEXT,
     CONFIDENCE_HEDGED,
@@ -13,6 +17,7 @@ from pipelines.extract.learned.facts import (
     learned_fact,
 )
 from pipelines.extract.learned.tagging import LearnedTriple
+from pipelines.parse import DialogueParser
 from pipelines.parse.model import Intent, ParsedTurn
 from schemas.events import DialogueEvent, Role
 from schemas.facts import Assertor, ExtractedFact
@@ -80,21 +85,57 @@ def test_a_negated_constraint_is_a_rule_and_an_agent_speaks_for_itself() -> None
     assert said.asserted_by is Assertor.AGENT
 
 
-def test_rules_add_only_closed_form_values_the_tagger_did_not_state() -> None:
+def test_rules_facts_first_then_the_taggers_it_is_sure_of_alone() -> None:
     event = turn()
 
-    def fact(predicate: str, obj: str) -> ExtractedFact:
-        return learned_fact(event, PARSED, triple(predicate, obj), update=False)
+    def fact(predicate: str, obj: str, **kw: object) -> ExtractedFact:
+        return learned_fact(event, PARSED, triple(predicate, obj, **kw), update=False)
 
-    learned = [fact("phone_number", "07700900123"), fact("likes", "jazz")]
-    rules = [
-        fact("phone_number", "+44 7700 900123"),  # the same number: not added twice
-        fact("email", "sam@example.com"),  # a closed form the tagger missed: added
-        fact("appointment_time", "friday"),  # not an override predicate: the tagger decides
+    rules = [fact("phone_number", "+44 7700 900123", negated=True), fact("email", "s@example.com")]
+    learned = [
+        fact("phone_number", "07700900123"),  # the rules' number: their reading is kept
+        fact("likes", "jazz"),  # sure, alone: kept
+        fact("plan", "30gb", from_context=True),  # an answer to the turn before: kept
+        fact("hobby", "chess", hedged=True),  # hedged: kept, to be held
+        fact("pet", "cat", confidence=0.3),  # unsure, alone: dropped
     ]
     combined = combine(learned, rules)
-    assert [(f.predicate, f.object) for f in combined] == [
-        ("phone_number", "07700900123"),
-        ("likes", "jazz"),
-        ("email", "sam@example.com"),
+    assert [(f.predicate, f.object, f.polarity) for f in combined] == [
+        ("phone_number", "+44 7700 900123", Polarity.NEGATED),
+        ("email", "s@example.com", Polarity.AFFIRMED),
+        ("likes", "jazz", Polarity.AFFIRMED),
+        ("plan", "30gb", Polarity.AFFIRMED),
+        ("hobby", "chess", Polarity.AFFIRMED),
     ]
+
+
+@pytest.fixture(scope="module")
+def nlp() -> Any:
+    return DialogueParser.load().nlp
+
+
+@pytest.mark.parametrize(
+    ("text", "value", "negated", "hedged"),
+    [
+        ("I don't eat meat anymore.", "meat", True, False),
+        ("Honestly I never liked jazz much.", "jazz", True, False),
+        ("I might take the 30GB plan.", "30GB", False, True),
+        ("I love jazz, but I don't like opera.", "jazz", False, False),
+        ("I love jazz, but I don't like opera.", "opera", True, False),
+    ],
+)
+def test_a_tagged_value_is_read_in_its_sentence(
+    nlp: Any, text: str, value: str, negated: bool, hedged: bool
+) -> None:
+    start = text.index(value)
+    tagged = triple("likes", value.casefold(), start=start, end=start + len(value))
+    read = in_scope(tagged, nlp(text))
+    assert (read.negated, read.hedged) == (negated, hedged)
+
+
+def test_a_negation_the_tagger_saw_is_kept_and_a_value_from_context_is_left_alone(nlp: Any) -> None:
+    doc = nlp("Sure, that works.")
+    said = triple("likes", "tea", negated=True, start=6, end=10)
+    assert in_scope(said, doc).negated
+    answer = triple("plan", "30gb", from_context=True, start=0, end=4)
+    assert in_scope(answer, doc) is answer
