@@ -136,6 +136,11 @@ class IngestSettings(_Section):
     # (pipelines/extract/learned/facts.py). None: the rules alone, the default
     # while they score higher at first sight (benchmarks/devset/README.md).
     learned_extractor: Path | None = None
+    # `memstream lag` calls the group STALL when its committed offset stands
+    # still this long while its lag grows: the worker commits after every batch
+    # (64 turns take 1-5 s on a loaded 2-core machine), so 20 s is several
+    # batches without a commit.
+    stall_after_s: float = Field(default=20.0, gt=0)
 
 
 class SinkSettings(_Section):
@@ -147,6 +152,10 @@ class SinkSettings(_Section):
     batch_size: int = Field(default=256, ge=1, le=256)
     # docs/guarantees.md: a store slower than 200 ms per write falls back to the spool.
     latency_budget_ms: float = Field(default=200.0, gt=0)
+    # `memstream lag` calls the group STALL after this long without a commit
+    # while its lag grows: the sink commits after every batch (well under a
+    # second, a spool drain included), so 10 s is many missed batches.
+    stall_after_s: float = Field(default=10.0, gt=0)
 
 
 class FlinkSettings(_Section):
@@ -160,6 +169,15 @@ class FlinkSettings(_Section):
     parallelism: int = Field(default=1, ge=1)
     # Below the local broker's transaction.max.timeout.ms (1 h).
     transaction_timeout_s: int = Field(default=900, gt=0, le=3600)
+    # `memstream lag`'s stall time for the job's group. None: two checkpoint
+    # intervals, because offsets move only when a checkpoint completes, and a
+    # checkpoint may take a while: one missed commit, not a late one, is a stall.
+    stall_after_s: float | None = Field(default=None, gt=0)
+
+    @property
+    def stall_after(self) -> float:
+        """The stall time of the Flink group (see ``stall_after_s``)."""
+        return self.stall_after_s or 2 * self.checkpoint_interval_s
 
 
 class ApiSettings(_Section):
@@ -193,6 +211,9 @@ class MetricsSettings(_Section):
     lag_history: int = Field(default=720, ge=2)
     # Groups the sampler follows; empty: every group on the cluster.
     lag_groups: list[str] = Field(default_factory=list)
+    # The stall time of groups that are not the ingest, Flink or sink job's
+    # (those have their own, in their sections): a consumer we know nothing of.
+    stall_after_s: float = Field(default=60.0, gt=0)
 
 
 class BenchmarkSettings(_Section):

@@ -16,6 +16,15 @@ record's own timestamp.
 ``window_s`` seconds), first matching rule wins; a group takes the worst status
 of its partitions (OK < WARN < STALL < STOP):
 
+0. STALL when the committed offset has stood still with records waiting for
+   more than ``stall_after_s`` while the lag grew (producers append, the
+   consumer takes nothing), unless rules 2-3 below say STOP. This rule comes
+   before rule 1 on purpose: a sink that caught up a minute ago and then
+   stopped writing must not read OK for the rest of the window. The time is
+   sized per group (:meth:`Rules.for_group`): a few seconds for consumers that
+   commit every batch (the sink, the Faust worker), more than a checkpoint
+   interval for Flink, which commits only at its checkpoints.
+
 1. OK when the latest lag is 0, or any lag in the window is 0 (Burrow rule 1: a
    consumer that caught up within the window keeps up).
 2. STOP when commits have stopped: the committed offset has not moved for
@@ -38,7 +47,7 @@ from __future__ import annotations
 import bisect
 from collections import deque
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 
 
@@ -83,6 +92,21 @@ class Rules:
     # Ten Flink checkpoint intervals without a commit: Flink tolerates failed
     # checkpoints and goes on, so a few missed commits are not yet "stopped".
     stop_after_s: float = 300.0
+    # Rule 0 for a group none of ``stall_after_by_group`` names: two Flink
+    # checkpoint intervals, the slowest committer among our jobs, so no healthy
+    # consumer of ours trips it between two commits.
+    stall_after_s: float = 60.0
+    # (group id, seconds) pairs; a group matches an id it equals or ends with,
+    # so a namespaced group (``run-1.memstream-sink``) gets its job's time.
+    stall_after_by_group: tuple[tuple[str, float], ...] = ()
+
+    def for_group(self, group: str) -> Rules:
+        """These rules with the stall time of ``group`` (the longest matching id wins)."""
+        matching = [(gid, s) for gid, s in self.stall_after_by_group if group.endswith(gid)]
+        if not matching:
+            return self
+        _, seconds = max(matching, key=lambda pair: len(pair[0]))
+        return replace(self, stall_after_s=seconds)
 
 
 def lag_seconds(history: Sequence[Sample], committed: int, now: float) -> float | None:
@@ -127,6 +151,25 @@ def _unmoved_for(history: Sequence[Sample]) -> float:
     return latest.at - first_seen
 
 
+def stalled_for(history: Sequence[Sample]) -> float:
+    """How long the committed offset has stood still with records waiting and the lag growing.
+
+    The span of the trailing samples that share the latest committed offset and
+    all have lag (a consumer at the log end has nothing to take, so the clock
+    starts at the first sample with records waiting); 0.0 when the lag did not
+    grow across that span, or when nothing waits.
+    """
+    if not history or history[-1].lag == 0:
+        return 0.0
+    latest = history[-1]
+    start = latest
+    for sample in reversed(history):
+        if sample.committed != latest.committed or sample.lag == 0:
+            break
+        start = sample
+    return latest.at - start.at if latest.lag > start.lag else 0.0
+
+
 def partition_status(
     history: Sequence[Sample], members: int, record_age_s: float | None, rules: Rules
 ) -> Status:
@@ -137,6 +180,17 @@ def partition_status(
     """
     if not history:
         raise ValueError("a partition status needs at least one sample")
+    status = _window_status(history, members, record_age_s, rules)
+    # Rule 0 raises OK or WARN to STALL; a STOP stays a STOP.
+    if status.severity < Status.STALL.severity and stalled_for(history) > rules.stall_after_s:
+        return Status.STALL
+    return status
+
+
+def _window_status(
+    history: Sequence[Sample], members: int, record_age_s: float | None, rules: Rules
+) -> Status:
+    """Rules 1 to 5 of the module docstring."""
     window = in_window(history, rules.window_s)
     if any(sample.lag == 0 for sample in window):
         return Status.OK
@@ -163,7 +217,8 @@ class History:
 
     Samples older than the longer of the window and the stop time are dropped
     (bar the one just before that cutoff): no rule looks further back, and the
-    record-timestamp fallback covers offsets older than the kept log ends.
+    record-timestamp fallback covers offsets older than the kept log ends. A
+    stall time is meant to be shorter than both (a stall is seen before a stop).
     """
 
     def __init__(self, rules: Rules) -> None:

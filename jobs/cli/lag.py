@@ -138,11 +138,21 @@ def lag(
         float,
         typer.Option(min=0.0, help="A group whose lagging commits stand still this long is STOP."),
     ] = _DEFAULTS.stop_after_s,
+    stall_after: Annotated[
+        float | None,
+        typer.Option(
+            min=0.0,
+            help="A group whose offsets stand still this long while its lag grows is STALL "
+            "(default per group: sink 10 s, Faust worker 20 s, Flink two checkpoint "
+            "intervals, others 60 s; settings *.stall_after_s).",
+        ),
+    ] = None,
 ) -> None:
     """Show consumer lag per group, topic and partition, with a status per group.
 
     STATUS (rules in pipelines/lag.py): OK keeping up; WARN lag grows while
-    offsets move; STALL a member's offsets stand still with lag; STOP commits
+    offsets move; STALL offsets stand still for --stall-after seconds while lag
+    grows, or a member's offsets stand still with lag; STOP commits
     have stopped (no movement for --stop-after seconds, or no members and no
     movement). Trends need --watch; a single call judges from one sample.
     Exit codes: 0 shown; 2 unknown group; 3 Kafka unreachable.
@@ -150,13 +160,14 @@ def lag(
     # Here, not at the top, so that `memstream lag --help` starts fast: the
     # monitor pulls in confluent-kafka, the settings the review and recall stages.
     from connectors.kafka_offsets import OffsetReader, OffsetsUnavailable, UnknownGroup
-    from jobs.ops.lag import LagMonitor
+    from jobs.ops.lag import LagMonitor, rules_from_settings
     from memstream.settings import get_settings
 
-    monitor = LagMonitor(
-        OffsetReader(get_settings().kafka.bootstrap),
-        Rules(window_s=window, stop_after_s=stop_after),
+    settings = get_settings()
+    rules = rules_from_settings(
+        settings, window_s=window, stop_after_s=stop_after, stall_after_s=stall_after
     )
+    monitor = LagMonitor(OffsetReader(settings.kafka.bootstrap), rules)
     groups = group or []
     try:
         if watch:

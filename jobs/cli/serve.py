@@ -92,16 +92,15 @@ def serve(
     import uvicorn
 
     from connectors.kafka_offsets import OffsetReader
-    from jobs.ops.lag import LagMonitor
+    from jobs.ops.lag import LagMonitor, rules_from_settings
     from jobs.serve.api import create_app
     from jobs.serve.dashboard import LagSampler
-    from pipelines.lag import Rules
 
     keyring = _keyring(keys_file)
     settings = get_settings()
     metrics = settings.metrics
     sampler = LagSampler(
-        LagMonitor(OffsetReader(settings.kafka.bootstrap), Rules()),
+        LagMonitor(OffsetReader(settings.kafka.bootstrap), rules_from_settings(settings)),
         metrics.lag_groups,
         metrics.lag_interval_s,
         metrics.lag_history,

@@ -5,7 +5,8 @@ API's lag gauges read. LOG-END-OFFSET is the last stable offset, so a
 transactional topic's open transaction is not lag. The lag in seconds is the
 age of the oldest unconsumed record, interpolated from sampled log ends once
 they bracket it, else read from the record's own timestamp (cached per offset).
-The status rules live in ``pipelines.lag``.
+The status rules live in ``pipelines.lag``; ``rules_from_settings`` sizes the
+stall time of each job's group from the settings (sink, Faust worker, Flink).
 """
 
 from __future__ import annotations
@@ -18,7 +19,46 @@ from datetime import UTC, datetime
 from typing import Any
 
 from connectors.kafka_offsets import GroupInfo, OffsetReader, Position
-from pipelines.lag import History, Rules, Sample, Status, lag_seconds, partition_status, worst
+from memstream.settings import Settings
+from pipelines.lag import (
+    History,
+    Rules,
+    Sample,
+    Status,
+    lag_seconds,
+    partition_status,
+    stalled_for,
+    worst,
+)
+
+
+def rules_from_settings(
+    settings: Settings,
+    *,
+    window_s: float | None = None,
+    stop_after_s: float | None = None,
+    stall_after_s: float | None = None,
+) -> Rules:
+    """The status rules with each job's stall time from its settings section.
+
+    ``stall_after_s`` given (``memstream lag --stall-after``) applies to every
+    group; otherwise the ingest, sink and Flink groups get their sections'
+    times and any other group ``metrics.stall_after_s``.
+    """
+    defaults = Rules()
+    by_group: tuple[tuple[str, float], ...] = ()
+    if stall_after_s is None:
+        by_group = (
+            (settings.ingest.group_id, settings.ingest.stall_after_s),
+            (settings.sink.group_id, settings.sink.stall_after_s),
+            (settings.flink.group_id, settings.flink.stall_after),
+        )
+    return Rules(
+        window_s=defaults.window_s if window_s is None else window_s,
+        stop_after_s=defaults.stop_after_s if stop_after_s is None else stop_after_s,
+        stall_after_s=settings.metrics.stall_after_s if stall_after_s is None else stall_after_s,
+        stall_after_by_group=by_group,
+    )
 
 
 @dataclass(frozen=True)
@@ -30,6 +70,9 @@ class PartitionLag:
     current_offset: int
     log_end_offset: int
     lag_seconds: float
+    # How long the committed offset has stood still while the lag grew (0: it
+    # has not); above the group's stall time the status is STALL.
+    stalled_seconds: float = 0.0
 
     @property
     def lag(self) -> int:
@@ -45,6 +88,12 @@ class GroupLag:
     members: int
     status: Status
     partitions: list[PartitionLag]
+    stall_after_s: float = Rules().stall_after_s  # the group's stall time
+
+    @property
+    def stalled_seconds(self) -> float:
+        """The longest stall among the group's partitions."""
+        return max((row.stalled_seconds for row in self.partitions), default=0.0)
 
     @property
     def lag(self) -> int:
@@ -102,6 +151,7 @@ class LagMonitor:
         now: float,
     ) -> GroupLag:
         rows, statuses = [], []
+        rules = self._rules.for_group(info.group_id)
         for position, history in histories.items():
             latest = history[-1]
             age = lag_seconds(history, latest.committed, now)
@@ -110,9 +160,12 @@ class LagMonitor:
                 # No visible record at or after the offset: only transaction
                 # markers or aborted records lie before the end; nothing waits.
                 age = 0.0 if stamp is None else max(0.0, now - stamp)
-            rows.append(PartitionLag(*position, latest.committed, latest.end, age))
-            statuses.append(partition_status(history, info.members, age, self._rules))
-        return GroupLag(info.group_id, info.state, info.members, worst(statuses), rows)
+            stalled = stalled_for(history)
+            rows.append(PartitionLag(*position, latest.committed, latest.end, age, stalled))
+            statuses.append(partition_status(history, info.members, age, rules))
+        return GroupLag(
+            info.group_id, info.state, info.members, worst(statuses), rows, rules.stall_after_s
+        )
 
     def _appended_at(self, wanted: set[tuple[Position, int]]) -> dict[tuple[Position, int], float]:
         """Append times of the records at ``wanted`` positions, read once and cached."""
@@ -140,6 +193,8 @@ def as_json(reports: Sequence[GroupLag], at: float) -> dict[str, Any]:
                 "members": report.members,
                 "status": report.status.value,
                 "lag": report.lag,
+                "stalled_seconds": round(report.stalled_seconds, 3),
+                "stall_after_s": report.stall_after_s,
                 "partitions": [
                     {
                         "topic": row.topic,
@@ -148,6 +203,7 @@ def as_json(reports: Sequence[GroupLag], at: float) -> dict[str, Any]:
                         "log_end_offset": row.log_end_offset,
                         "lag": row.lag,
                         "lag_seconds": round(row.lag_seconds, 3),
+                        "stalled_seconds": round(row.stalled_seconds, 3),
                     }
                     for row in report.partitions
                 ],
@@ -168,7 +224,14 @@ def summary(reports: Sequence[GroupLag]) -> str:
     counts = Counter(report.status for report in reports)
     by_status = ", ".join(f"{status.value} {counts[status]}" for status in Status if counts[status])
     oldest = max((row.lag_seconds for row in rows), default=0.0)
-    return (
+    # Which groups rule 0 flags, and for how long: the reason behind a STALL.
+    stalled = [
+        f"{report.group} {seconds(report.stalled_seconds)} s (> {seconds(report.stall_after_s)} s)"
+        for report in reports
+        if report.stalled_seconds > report.stall_after_s
+    ]
+    line = (
         f"{len(reports)} group(s), {len(rows)} partition(s), lag {sum(r.lag for r in rows)} "
         f"message(s), oldest unconsumed {seconds(oldest)} s; {by_status or 'no groups'}"
     )
+    return line + (f"; offsets still while lag grows: {', '.join(stalled)}" if stalled else "")

@@ -57,6 +57,7 @@ class Point:
     lag: int
     lag_seconds: float
     status: str
+    stalled_seconds: float  # the group's longest stall (jobs.ops.lag.GroupLag)
     in_per_s: float | None  # None on a group's first sample: no rate yet
     out_per_s: float | None
 
@@ -110,7 +111,15 @@ class LagSampler:
                 if previous is not None and at > previous[0]:
                     in_rate, out_rate = _rate(report, previous[1], at - previous[0])
                 oldest = max((row.lag_seconds for row in report.partitions), default=0.0)
-                point = Point(at, report.lag, oldest, report.status.value, in_rate, out_rate)
+                point = Point(
+                    at,
+                    report.lag,
+                    oldest,
+                    report.status.value,
+                    report.stalled_seconds,
+                    in_rate,
+                    out_rate,
+                )
                 series = self._series.setdefault(report.group, deque(maxlen=self._keep))
                 series.append(point)
                 self._previous[report.group] = (at, report)
@@ -183,14 +192,27 @@ class LagCollector(Collector):
             "1 for a group's current status (OK, WARN, STALL, STOP), 0 for the others.",
             labels=["group", "status"],
         )
+        stalled = GaugeMetricFamily(
+            "memstream_consumer_stalled_seconds",
+            "How long a group's committed offset has stood still while its lag grew "
+            "(0: it has not); STALL above memstream_consumer_stall_after_seconds.",
+            labels=labels,
+        )
+        stall_after = GaugeMetricFamily(
+            "memstream_consumer_stall_after_seconds",
+            "A group's stall time: the status rules' threshold for stalled seconds.",
+            labels=["group"],
+        )
         for report in self._sampler.latest():
             for row in report.partitions:
                 where = [report.group, row.topic, str(row.partition)]
                 messages.add_metric(where, row.lag)
                 seconds.add_metric(where, row.lag_seconds)
+                stalled.add_metric(where, row.stalled_seconds)
             for name in Status:
                 status.add_metric([report.group, name.value], float(report.status is name))
-        yield from (messages, seconds, status)
+            stall_after.add_metric([report.group], report.stall_after_s)
+        yield from (messages, seconds, status, stalled, stall_after)
 
 
 def add_dashboard(app: FastAPI, sampler: LagSampler) -> None:

@@ -56,6 +56,7 @@ def test_points_carry_lag_and_rates_from_offset_movement() -> None:
         "lag": 15,
         "lag_seconds": 4.5,
         "status": "WARN",
+        "stalled_seconds": 0.0,
         "in_per_s": 12.0,
         "out_per_s": 12.0,
     }
