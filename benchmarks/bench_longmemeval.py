@@ -304,6 +304,9 @@ def main() -> None:
     )
     parser.add_argument("--seed", type=int, default=7, help="sampling seed")
     parser.add_argument(
+        "--types", nargs="+", default=(), metavar="TYPE", help="only these question types"
+    )
+    parser.add_argument(
         "--distractors",
         type=int,
         default=0,
@@ -318,7 +321,8 @@ def main() -> None:
     args = parser.parse_args()
     started = time.perf_counter()
     pool = load_recallset(args.recallset) if args.recallset else load_questions(args.data)
-    questions = sample(pool, per_type=args.per_type, limit=args.limit, seed=args.seed)
+    wanted = [q for q in pool if q.question_type in args.types] if args.types else pool
+    questions = sample(wanted, per_type=args.per_type, limit=args.limit, seed=args.seed)
     # Distractor sessions come from the whole pool, not only the sampled questions.
     if args.distractors:
         padded = {q.question_id: q for q in with_distractors(pool, args.distractors, args.seed)}
