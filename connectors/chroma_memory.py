@@ -232,6 +232,10 @@ class ChromaMemory(BatchingSink):
         )
         return cls(client, **kwargs)
 
+    def ping(self) -> None:
+        """Raise unless Chroma answers now (a readiness probe; the server's heartbeat)."""
+        self.client.heartbeat()
+
     def collection(self, tenant_id: str, *, archive: bool = False) -> chromadb.Collection:
         """The tenant's live (or archive) collection, created on first use.
 

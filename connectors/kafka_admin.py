@@ -1,4 +1,4 @@
-"""Kafka administration: readiness probe and topic create / list / describe / delete.
+"""Kafka administration: readiness probe, topic create / list / describe / delete, group delete.
 
 Plain arguments (a bootstrap string, topic specs), no settings: infra/ and the
 tests decide what to create. Every call has a time-out, so a missing broker is
@@ -7,6 +7,7 @@ an error, never a hang.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
@@ -16,6 +17,10 @@ from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic, Resourc
 # Long enough for a freshly started single-node broker to elect its
 # controller and answer; short enough that a wrong address fails quickly.
 DEFAULT_TIMEOUT_S = 15.0
+
+
+class BrokerUnavailable(RuntimeError):
+    """No broker answered a metadata request."""
 
 
 @dataclass(frozen=True)
@@ -39,6 +44,12 @@ def broker_ready(bootstrap: str, timeout_s: float = 2.0) -> bool:
     except KafkaException:
         return False
     return bool(metadata.brokers)
+
+
+def ping_broker(bootstrap: str, timeout_s: float = 2.0) -> None:
+    """Raise ``BrokerUnavailable`` unless a broker answers within ``timeout_s`` (readiness)."""
+    if not broker_ready(bootstrap, timeout_s):
+        raise BrokerUnavailable(f"no broker answered at {bootstrap} within {timeout_s} s")
 
 
 def ensure_topics(
@@ -108,3 +119,58 @@ def delete_topics(
         except KafkaException as exc:
             if exc.args[0].code() != KafkaError.UNKNOWN_TOPIC_OR_PART:
                 raise
+
+
+def list_groups(bootstrap: str, timeout_s: float = DEFAULT_TIMEOUT_S) -> list[str]:
+    """Ids of every consumer group on the cluster, sorted."""
+    future = admin_client(bootstrap).list_consumer_groups(request_timeout=timeout_s)
+    return sorted(group.group_id for group in future.result(timeout=timeout_s).valid)
+
+
+def delete_groups(
+    bootstrap: str,
+    groups: Iterable[str],
+    timeout_s: float = DEFAULT_TIMEOUT_S,
+    wait_empty_s: float = 30.0,
+) -> list[str]:
+    """Delete the named consumer groups and their committed offsets; returns those left.
+
+    A group that does not exist is not an error. Kafka refuses to delete a group
+    with members: a consumer that closed has left, but a killed one stays a
+    member until its session times out, so non-empty groups are retried for up
+    to ``wait_empty_s`` and returned if they still have members then.
+    """
+    pending = sorted(set(groups))
+    admin = admin_client(bootstrap)
+    deadline = time.monotonic() + wait_empty_s
+    while pending:
+        busy: list[str] = []
+        for name, future in admin.delete_consumer_groups(
+            pending, request_timeout=timeout_s
+        ).items():
+            try:
+                future.result(timeout=timeout_s)
+            except KafkaException as exc:
+                code = exc.args[0].code()
+                if code == KafkaError.NON_EMPTY_GROUP:
+                    busy.append(name)
+                elif code != KafkaError.GROUP_ID_NOT_FOUND:
+                    raise
+        if not busy or time.monotonic() >= deadline:
+            return busy
+        time.sleep(1.0)
+        pending = busy
+    return []
+
+
+def delete_groups_with_prefix(
+    bootstrap: str, prefix: str, timeout_s: float = DEFAULT_TIMEOUT_S, wait_empty_s: float = 30.0
+) -> list[str]:
+    """Delete every consumer group whose id starts with ``prefix``; returns those left.
+
+    For tests and benchmarks, whose groups share their topics' namespace prefix.
+    """
+    if not prefix:
+        raise ValueError("an empty prefix would name every group")
+    mine = [group for group in list_groups(bootstrap, timeout_s) if group.startswith(prefix)]
+    return delete_groups(bootstrap, mine, timeout_s, wait_empty_s)

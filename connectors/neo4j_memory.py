@@ -179,6 +179,10 @@ class Neo4jMemory(BatchingSink):
         """Close the driver."""
         self.driver.close()
 
+    def ping(self) -> None:
+        """Raise unless the server accepts a Bolt session now (a readiness probe)."""
+        self.driver.verify_connectivity()
+
     def setup(self) -> None:
         """Create the uniqueness constraints and the chain index (idempotent)."""
         for statement in cypher.CONSTRAINTS:

@@ -157,6 +157,10 @@ class RedisMemory(BatchingSink):
         """Check the server answers (Redis needs no schema)."""
         self.client.ping()
 
+    def ping(self) -> None:
+        """Raise unless the server answers now (a readiness probe)."""
+        self.client.ping()
+
     def _is_transient(self, error: Exception) -> bool:
         return isinstance(
             error, redis.ConnectionError | redis.TimeoutError | redis.BusyLoadingError

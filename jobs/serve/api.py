@@ -20,8 +20,10 @@ Operations (no API key: Prometheus scrapers and an operator's browser carry
 none, and neither answer holds tenant data): ``GET /metrics`` in the Prometheus
 text format (jobs/serve/metrics.py: requests per route template, plus the lag
 gauges when a sampler is given) and, with a ``jobs.serve.dashboard.LagSampler``,
-``GET /dashboard`` charting consumer lag and throughput. None of them is part
-of the OpenAPI document.
+``GET /dashboard`` charting consumer lag and throughput; none of them is part
+of the OpenAPI document. ``GET /healthz`` is liveness (no dependency touched)
+and ``GET /readyz`` readiness (jobs/serve/readiness.py: 200 when Redis, Chroma,
+Neo4j and the broker answer, 503 naming those that do not).
 """
 
 from __future__ import annotations
@@ -48,8 +50,14 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from connectors.kafka_io import DeliveryFailed
 from jobs.serve.dashboard import LagCollector, LagSampler, add_dashboard
 from jobs.serve.keys import ApiKeyring
-from jobs.serve.memory_service import MAX_K, MAX_QUERY_CHARS, UnknownPendingError
+from jobs.serve.memory_service import (
+    MAX_K,
+    MAX_QUERY_CHARS,
+    MemoryService,
+    UnknownPendingError,
+)
 from jobs.serve.metrics import RequestMetrics, add_metrics_route
+from jobs.serve.readiness import Readiness, add_readiness
 from schemas._base import Frozen, Identifier
 from schemas.memory import MemoryKind, Polarity, Tier
 from schemas.query import ActionReceipt, MemorySnapshot, RecallFilters, RecallHit
@@ -407,16 +415,24 @@ def _app() -> FastAPI:
 
 
 def create_app(
-    service: MemoryQueries, keys: ApiKeyring, sampler: LagSampler | None = None
+    service: MemoryQueries,
+    keys: ApiKeyring,
+    sampler: LagSampler | None = None,
+    readiness: Readiness | None = None,
 ) -> FastAPI:
     """The API over ``service``, every call scoped to the tenant of its key in ``keys``.
 
     With ``sampler`` (started by the caller) it also serves the dashboard and
-    the lag gauges on ``/metrics``.
+    the lag gauges on ``/metrics``. ``/readyz`` probes ``readiness``, by default
+    the stores and broker a ``MemoryService`` was opened on (none for others).
     """
     app = _app()
     app.state.service = service
     app.state.keyring = keys
+    if readiness is None:
+        stores = service.stores if isinstance(service, MemoryService) else None
+        readiness = Readiness(stores.probes if stores is not None else {})
+    add_readiness(app, readiness)
     lag_gauges = None
     if sampler is not None:
         add_dashboard(app, sampler)

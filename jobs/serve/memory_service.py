@@ -28,13 +28,14 @@ import threading
 import uuid
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol
 
 import numpy as np
 from pydantic import TypeAdapter
 
+from connectors.kafka_admin import ping_broker
 from connectors.kafka_io import KeyedProducer
 from connectors.protocols import EpisodicReader, SemanticReader, WorkingMemoryReader
 from connectors.redis_memory import ErasureRecord
@@ -142,6 +143,9 @@ class MemoryStores:
     neo4j: SemanticReader
     embedder: QueryEmbedder
     publisher: ActionPublisher
+    # What ``/readyz`` probes, by name (jobs/serve/readiness.py): each store and
+    # the broker for the real connectors; nothing for in-memory stand-ins.
+    probes: dict[str, Callable[[], object]] = field(default_factory=dict)
 
     @classmethod
     def open(cls, settings: Settings, namespace: str | None = None) -> MemoryStores:
@@ -160,6 +164,12 @@ class MemoryStores:
             publisher=KafkaActionPublisher(
                 settings.kafka.bootstrap, topic=Topics(namespace or "").user_actions
             ),
+            probes={
+                "redis": stores.working.ping,
+                "chroma": stores.episodic.ping,
+                "neo4j": stores.semantic.ping,
+                "kafka": lambda: ping_broker(settings.kafka.bootstrap),
+            },
         )
 
 
