@@ -319,6 +319,9 @@ def measure(
         shutil.rmtree(chroma_dir, ignore_errors=True)
         mine = [t for t in kafka_admin.list_topics(bootstrap) if t.startswith(namespace)]
         kafka_admin.delete_topics(bootstrap, mine)
+        # The jobs' groups (worker or Flink, sink) share the namespace: left on the
+        # broker they would fill `memstream lag` and the dashboard.
+        kafka_admin.delete_groups_with_prefix(bootstrap, namespace)
         if job == FLINK:  # its checkpoints, by job name (jobs/ingest/flink_job.py)
             checkpoints = settings.state_dir / "flink" / "checkpoints"
             shutil.rmtree(checkpoints / (namespace + FLINK_GROUP), ignore_errors=True)

@@ -53,9 +53,12 @@ def create_topics(bootstrap: str, namespace: str, partitions: int) -> None:
 
 
 def delete_topics(bootstrap: str, namespace: str) -> None:
-    """Delete the namespace's topics, the worker's changelog included."""
+    """Delete the namespace's topics (the worker's changelog included) and consumer groups."""
     mine = [t for t in kafka_admin.list_topics(bootstrap) if t.startswith(namespace)]
     kafka_admin.delete_topics(bootstrap, mine)
+    # The worker's, Flink's and the sink's groups share the prefix; left behind they
+    # show up in `memstream lag` and on the dashboard forever.
+    kafka_admin.delete_groups_with_prefix(bootstrap, namespace)
 
 
 def sample_messages(topic: str, limit: int | None = None) -> list[Message]:

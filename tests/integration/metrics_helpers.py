@@ -29,6 +29,7 @@ class Traffic:
     """Records into ``topic`` and commits of ``group`` on it, partition by partition."""
 
     def __init__(self, bootstrap: str, topic: str, group: str, partitions: int) -> None:
+        self.bootstrap = bootstrap
         self.topic, self.group, self.partitions = topic, group, partitions
         self.producer = Producer({"bootstrap.servers": bootstrap, "acks": "all"})
         self.committer: Consumer = consumer(bootstrap, group)
@@ -57,8 +58,9 @@ class Traffic:
         return sum(self.produced[p] - self.committed[p] for p in range(self.partitions))
 
     def close(self) -> None:
-        """Close the committing consumer."""
+        """Close the committing consumer and delete its group (and so its offsets)."""
         self.committer.close()
+        kafka_admin.delete_groups(self.bootstrap, [self.group])
 
 
 @contextmanager

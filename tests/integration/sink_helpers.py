@@ -222,9 +222,11 @@ def create_topics(bootstrap: str, namespace: str, partitions: int = 3) -> None:
 
 
 def delete_topics(bootstrap: str, namespace: str) -> None:
-    """Delete the namespace's topics."""
+    """Delete the namespace's topics and consumer groups (its sinks' groups share the prefix)."""
     mine = [t for t in kafka_admin.list_topics(bootstrap) if t.startswith(namespace)]
     kafka_admin.delete_topics(bootstrap, mine)
+    # A group left behind shows up in `memstream lag` and on the dashboard forever.
+    kafka_admin.delete_groups_with_prefix(bootstrap, namespace)
 
 
 def caught_up(bootstrap: str, group: str, topic: str) -> bool:

@@ -142,6 +142,7 @@ def test_transactional_produce_commits_on_the_single_node(
         assert received == [b"committed"]
     finally:
         kafka_admin.delete_topics(kafka_bootstrap, [topic])
+        kafka_admin.delete_groups(kafka_bootstrap, [f"infra-test-{unique}"])
 
 
 def test_up_twice_reuses_the_running_services(settings: Settings) -> None:

@@ -106,11 +106,8 @@ def topic_factory(kafka_bootstrap: str, unique: str) -> Iterator[Callable[[int],
 
     yield make
     kafka_admin.delete_topics(kafka_bootstrap, created)
-    admin = kafka_admin.admin_client(kafka_bootstrap)
-    mine = [g for g in OffsetReader(kafka_bootstrap).groups() if g.endswith(unique)]
-    if mine:
-        for future in admin.delete_consumer_groups(mine, request_timeout=15).values():
-            future.result()
+    mine = [g for g in kafka_admin.list_groups(kafka_bootstrap) if g.endswith(unique)]
+    kafka_admin.delete_groups(kafka_bootstrap, mine)
 
 
 def produce(bootstrap: str, topic: str, partition: int, stamps_ms: list[int]) -> None:
