@@ -11,8 +11,8 @@ Recall ranks every item the user has, not a pool a vector store pre-selected:
   text, divided by the best score of this query, mixed with exact hashed-field
   hits (a phone number, a code) as ``pipelines.recall`` does;
 - ``time``: ``1 / (1 + days / 30)`` of the item's age at ``at``; a query with
-  time words (``pipelines.time_focus``) scores 1 inside its window and 0
-  outside, and "first"/"now" rank the time component by age.
+  time words (``pipelines.time_focus``) scores 1 inside its window, falling
+  off with the distance outside it, and "first"/"now" rank the time component by age.
 
 Then: only what held at ``at`` is kept; an episode whose fact was superseded
 is outdated: it ranks just below the turn holding the newer value when that
@@ -545,7 +545,7 @@ def _with_total(entry: Scored, total: float) -> Scored:
 
 def _time(item: IndexItem, at: datetime, focus: TimeFocus | None) -> float:
     if focus is not None and focus.has_window:
-        return 1.0 if focus.contains(item.at) else 0.0
+        return focus.closeness(item.at)
     days = max((at - item.at) / timedelta(days=1), 0.0)
     return 1.0 / (1.0 + days / TIME_SCALE_DAYS)
 

@@ -18,6 +18,9 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from enum import StrEnum
 
+# Outside a window the time score falls to half at one window width (at least this).
+MIN_WIDTH_DAYS = 7.0
+
 
 class Order(StrEnum):
     """Which end of the timeline a query asks for."""
@@ -42,6 +45,27 @@ class TimeFocus:
     def contains(self, at: datetime) -> bool:
         """Whether ``at`` falls inside the window (always, without one)."""
         return (self.start is None or at >= self.start) and (self.end is None or at < self.end)
+
+    def closeness(self, at: datetime) -> float:
+        """1 inside the window, falling off outside it: ``1 / (1 + gap / width)``.
+
+        A window read from words is approximate ("two months ago", a dated
+        issue read days later), so a moment just outside it is nearly as
+        likely as one inside; the width is the window's own (at least a week).
+        """
+        if self.contains(at):
+            return 1.0
+        if self.start is not None and at < self.start:
+            gap = self.start - at
+        else:
+            gap = at - self.end if self.end is not None else timedelta(0)
+        width = (
+            self.end - self.start
+            if self.start is not None and self.end is not None
+            else timedelta(days=MIN_WIDTH_DAYS)
+        )
+        width = max(width, timedelta(days=MIN_WIDTH_DAYS))
+        return 1.0 / (1.0 + gap / width)
 
 
 _MONTHS = {
@@ -80,6 +104,7 @@ _LAST_UNIT = re.compile(r"\b(last|this|past|previous)\s+(week|month|year|weekend
 _IN_MONTH = re.compile(rf"\b(?:in|during|since|early|late|mid|of|on|by)\s+(?:the\s+)?{_MONTH}")
 _MONTH_DAY = re.compile(rf"\b{_MONTH}\s+(\d{{1,2}})(?:st|nd|rd|th)?\b")
 _DAY_MONTH = re.compile(rf"\b(\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?{_MONTH}")
+_ANY_MONTH = re.compile(rf"\b{_MONTH}")
 _YEAR = re.compile(r"\b(19\d\d|20\d\d)\b")
 _EARLIEST = re.compile(
     r"\b(?:first|originally|original|initially|at first|earliest|to begin with|initial)\b"
@@ -100,6 +125,10 @@ _COMPARES = re.compile(
     r"|\b(?:first|earliest|latest|last|before|after)\b[^?]*\bor\b"
     r"|\bor\b[^?]*\b(?:first|earlier|later|before|after)\b"
     r"|\bwhich (?:came|happened|did i \w+) (?:first|earlier|later)\b"
+    # Asking for the order of several ("the order of the three trips, from
+    # earliest to latest") wants them all, not one end.
+    r"|\border (?:of|in which)\b|\bin (?:what|which|chronological) order\b"
+    r"|\bearliest to latest\b|\blatest to earliest\b|\bchronologically\b"
 )
 
 
@@ -156,7 +185,11 @@ def _window(text: str, at: datetime) -> tuple[datetime | None, datetime | None]:
                 # A dated event is often mentioned a few days before or after it.
                 return day - timedelta(days=3), day + timedelta(days=4)
     if match := _IN_MONTH.search(text):
-        return _month_window(_MONTHS[match.group(1).rstrip(".")], year, at)
+        # "in March and April", "between March and May": every month named.
+        tail = text[match.start(1) :]
+        months = [_MONTHS[m.group(1).rstrip(".")] for m in _ANY_MONTH.finditer(tail)]
+        windows = [_month_window(month, year, at) for month in months]
+        return min(w[0] for w in windows), max(w[1] for w in windows)
     if year is not None:
         start = at.replace(year=year, month=1, day=1, hour=0, minute=0, second=0, microsecond=0)
         return start, start.replace(year=year + 1)

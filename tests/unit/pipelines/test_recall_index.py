@@ -188,6 +188,19 @@ def test_time_focus_windows() -> None:
     assert couple is not None and couple.contains(at - timedelta(days=2))
     few = time_focus("the film I saw a few weeks ago", at)
     assert few is not None and few.contains(at - timedelta(days=21))
+    spring = time_focus("which airline did I fly with most in March and April?", at)
+    assert spring == TimeFocus(datetime(2027, 3, 1, tzinfo=UTC), datetime(2027, 5, 1, tzinfo=UTC))
+
+
+def test_a_moment_outside_a_window_still_counts_a_little_less_the_further_it_is() -> None:
+    at = datetime(2027, 6, 15, tzinfo=UTC)
+    may = time_focus("the trip in May", at)
+    assert may is not None
+    inside, near, far = (datetime(2027, m, d, tzinfo=UTC) for m, d in ((5, 9), (6, 3), (1, 2)))
+    assert may.closeness(inside) == 1.0
+    assert 1.0 > may.closeness(near) > 0.5 > may.closeness(far) > 0.0
+    day = time_focus("what did I do yesterday", at)
+    assert day is not None and day.closeness(at - timedelta(days=8)) == 0.5  # a week's width
 
 
 def test_a_question_relating_two_events_asks_for_no_end_of_the_timeline() -> None:
@@ -198,6 +211,8 @@ def test_a_question_relating_two_events_asks_for_no_end_of_the_timeline() -> Non
         "Which did I buy first, the dog bed or the training pads?",
         "Which health issue did I deal with first, the cough or the skin tag?",
         "How many days passed between my first lesson and the recital?",
+        "What is the order of the three trips I took, from earliest to latest?",
+        "In what order did I try the new bakeries?",
         "How long had I been using the new rug when I moved the sofa?",
         "How long have I worked there before I started my current job?",
         "Did I visit Rome before or after the wedding?",
