@@ -17,8 +17,10 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from pipelines.behaviour.config import BehaviourConfig
 from pipelines.recall import RecallWeights
 from pipelines.review.config import ReviewConfig
+from pipelines.triggers.config import TriggerConfig
 
 _PACKAGE_ROOT = Path(__file__).resolve().parent.parent
 
@@ -260,6 +262,11 @@ class Settings(BaseSettings):
     # score = 0.6·vector + 0.3·keyword + 0.1·time (docs/architecture.md, Tiers);
     # e.g. MEMSTREAM_RECALL__TIME=0.2.
     recall: RecallWeights = RecallWeights()
+    # Retrieval triggers and behaviour memory (defaults documented in
+    # pipelines/triggers/config.py and pipelines/behaviour/config.py, docs/predictive.md);
+    # e.g. MEMSTREAM_TRIGGERS__SEMANTIC_MAX_COSINE=0.2, MEMSTREAM_BEHAVIOUR__MIN_VIEWS=4.
+    triggers: TriggerConfig = TriggerConfig()
+    behaviour: BehaviourConfig = BehaviourConfig()
     benchmarks: BenchmarkSettings = BenchmarkSettings()
     review_rules: Path | None = None  # None: the packaged pipelines/review/rules.toml
 
