@@ -351,3 +351,13 @@ def test_a_search_query_can_come_from_the_target_path() -> None:
 def test_config_refuses_an_id_memory_smaller_than_the_window() -> None:
     with pytest.raises(ValidationError):
         BehaviourConfig(max_events=100, max_seen_ids=50)
+
+
+def test_settings_carry_the_behaviour_config(monkeypatch: pytest.MonkeyPatch) -> None:
+    from memstream.settings import Settings
+
+    assert Settings(_env_file=None).behaviour == BehaviourConfig()
+    monkeypatch.setenv("MEMSTREAM_BEHAVIOUR__MIN_VIEWS", "4")
+    monkeypatch.setenv("MEMSTREAM_BEHAVIOUR__WINDOW", "PT12H")
+    configured = Settings(_env_file=None).behaviour
+    assert (configured.min_views, configured.window) == (4, timedelta(hours=12))

@@ -367,3 +367,11 @@ def test_from_parsed_takes_the_parser_view() -> None:
 def test_constraint_markers_name_their_kinds() -> None:
     found = constraint_markers("No later than 5 pm on Friday, at most £40.")
     assert [kind for kind, _ in found.markers] == ["limit", "time", "time", "limit", "quantity"]
+
+
+def test_settings_carry_the_trigger_config(monkeypatch: pytest.MonkeyPatch) -> None:
+    from memstream.settings import Settings
+
+    assert Settings(_env_file=None).triggers == TriggerConfig()
+    monkeypatch.setenv("MEMSTREAM_TRIGGERS__SEMANTIC_MAX_COSINE", "0.2")
+    assert Settings(_env_file=None).triggers.semantic_max_cosine == 0.2
