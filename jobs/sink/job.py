@@ -29,7 +29,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 import redis
-from confluent_kafka import Consumer, KafkaException, Message
+from confluent_kafka import TIMESTAMP_NOT_AVAILABLE, Consumer, KafkaException, Message
 from pydantic import ValidationError
 
 from connectors.kafka_io import KeyedProducer, consumer
@@ -169,11 +169,11 @@ class SinkJob:
         try:
             while not stop.is_set():
                 messages = self.consumer.consume(self.config.batch_size, self.config.poll_timeout_s)
-                ops = self._decode(messages)
+                ops, appended = self._decode(messages)
                 if not self._apply(ops, stop):
                     return  # stopped while a store was down: nothing committed
                 if messages:
-                    _observe_applied(ops)
+                    observe_applied(ops, appended, time.time())
                     self.dead_letters.flush()
                     self.consumer.commit(asynchronous=False)
                     metrics.BATCHES_COMMITTED.inc()
@@ -198,8 +198,11 @@ class SinkJob:
                 if stop.wait(self.config.retry_pause_s):
                     return False
 
-    def _decode(self, messages: Sequence[Message]) -> list[MemoryOperation]:
+    def _decode(self, messages: Sequence[Message]) -> tuple[list[MemoryOperation], list[float]]:
+        """The batch's operations, and when each reached the broker (epoch seconds)."""
         ops: list[MemoryOperation] = []
+        appended: list[float] = []
+        read_at = time.time()
         for message in messages:
             error = message.error()
             if error is not None:
@@ -215,7 +218,9 @@ class SinkJob:
                 ops.append(MemoryOperation.model_validate_json(raw))
             except ValidationError as exc:
                 self._dead_letter(message, raw, exc)
-        return ops
+                continue
+            appended.append(broker_time(message, read_at))
+        return ops, appended
 
     def _dead_letter(self, message: Message, raw: bytes, exc: ValidationError) -> None:
         key = message.key()
@@ -235,8 +240,27 @@ class SinkJob:
         metrics.DEAD_LETTERS.labels(reason=letter.reason.value).inc()
 
 
-def _observe_applied(ops: Sequence[MemoryOperation]) -> None:
-    """End-to-end latency of a batch every lane has written or spooled."""
-    now = datetime.now(UTC)
-    for op in ops:
-        metrics.END_TO_END_SECONDS.observe(max(0.0, (now - op.at).total_seconds()))
+def broker_time(message: Message, read_at: float) -> float:
+    """When ``message`` reached the broker: its Kafka timestamp, else when it was read.
+
+    The timestamp is the broker's append time on a topic with LogAppendTime and
+    the producing job's clock at send otherwise (the ingest job stamps each
+    record as it sends it); either way it is the pipeline's clock, never the
+    event's ``ts``. A record without one was at least there when it was read.
+    """
+    kind, stamp_ms = message.timestamp()
+    return read_at if kind == TIMESTAMP_NOT_AVAILABLE else stamp_ms / 1000
+
+
+def observe_applied(ops: Sequence[MemoryOperation], appended: Sequence[float], now: float) -> None:
+    """Latencies of a batch every lane has written or spooled at ``now`` (epoch seconds).
+
+    ``appended[i]`` is when ``ops[i]``'s record reached the broker: the
+    end-to-end histogram starts there. The event-time lag starts at the event's
+    own time. Negative spans (clocks apart) count as 0.
+    """
+    applied_at = datetime.fromtimestamp(now, UTC)
+    for op, at in zip(ops, appended, strict=True):
+        metrics.END_TO_END_SECONDS.observe(max(0.0, now - at))
+        lag = (applied_at - op.at).total_seconds()
+        metrics.EVENT_TIME_LAG_SECONDS.observe(max(0.0, lag))

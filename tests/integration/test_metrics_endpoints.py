@@ -8,6 +8,10 @@
   their spools: the scrape then shows every sink metric with real values —
   records in, operations written and spooled, spool depth, fallback
   activations, a dead letter, end-to-end latency per operation.
+- End to end is measured from the broker: the stream's events are dated
+  2026-03-02 09:00 (``sink_helpers.T0``) but were published during the test, so
+  every operation is within the end-to-end histogram's one-hour bucket while the
+  event-time lag histogram has none there.
 """
 
 from __future__ import annotations
@@ -17,13 +21,14 @@ import subprocess
 import sys
 import uuid
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 from api_helpers import new_key, seed_user
 from fastapi.testclient import TestClient
 from metrics_helpers import Traffic, free_port, parse, private_topic, scrape, value, wait_until
-from sink_helpers import caught_up, create_topics, delete_topics, make_stream, publish_ops
+from sink_helpers import T0, caught_up, create_topics, delete_topics, make_stream, publish_ops
 
 from connectors.kafka_io import KeyedProducer
 from connectors.kafka_offsets import OffsetReader
@@ -152,6 +157,12 @@ def test_sink_job_serves_its_metrics(
     assert get("memstream_sink_events_in_total", topic=MEMORY_OPS) == total + 1
     assert get("memstream_sink_dead_letters_total", reason="schema_violation") == 1
     assert get("memstream_sink_end_to_end_seconds_count") == total
+    assert get("memstream_sink_event_time_lag_seconds_count") == total
+    # Which clock each histogram reads, not how fast the sink is: the records
+    # reached the broker minutes ago at most, the events happened long before.
+    assert get("memstream_sink_end_to_end_seconds_bucket", le="3600.0") == total
+    if datetime.now(UTC) - T0 > timedelta(days=1):
+        assert get("memstream_sink_event_time_lag_seconds_bucket", le="3600.0") == 0
     assert get("memstream_sink_batches_committed_total") >= 1
     assert get("memstream_sink_ops_written_total", store="redis", path="direct") > 0
     activations = sum(
