@@ -39,7 +39,9 @@ DRIFT_STEP = 0.1
 DRIFT_CAP = 0.9
 DRIFT_SHOWN = 4  # searches of a run named in the item, newest last
 
-BROWSING = "browsing"  # predicate of a target's interest chain: (<target>, browsing, ...)
+# Predicate of a target's interest chain, (<target id>, browsing, ...): keyed by the
+# id, not the display name, so a renamed product keeps one chain and one status key.
+BROWSING = "browsing"
 SEARCH_DRIFT = "search_drift"  # predicate of the user's search chain: (user, search_drift, ...)
 
 
@@ -108,6 +110,7 @@ def interest_item(
     rest = ", ".join(parts)
     fields = {
         "TARGET": summary.target,
+        "NAME": summary.name,
         "VIEWS": str(summary.views),
         "CLICKS": str(summary.clicks),
         "DWELL_MS": str(summary.dwell_ms),
@@ -116,7 +119,9 @@ def interest_item(
     }
     text = f"viewed {summary.name} {rest}"
     confidence = interest_confidence(summary, config)
-    return _item(action, summary.name, BROWSING, f"viewed {rest}", text, confidence, config, fields)
+    return _item(
+        action, config, summary.target, BROWSING, f"viewed {rest}", text, confidence, fields
+    )
 
 
 def purchased_item(
@@ -127,7 +132,9 @@ def purchased_item(
     value = f"purchased after {views} in the last {_hours(config.window)}"
     fields = {"TARGET": summary.target, "VIEWS": str(summary.views), "PURCHASED": "true"}
     text = f"{summary.name}: {value}"
-    return _item(action, summary.name, BROWSING, value, text, PURCHASED_CONFIDENCE, config, fields)
+    return _item(
+        action, config, summary.target, BROWSING, value, text, PURCHASED_CONFIDENCE, fields
+    )
 
 
 def search_run(events: Sequence[WindowEvent], config: BehaviourConfig) -> list[WindowEvent]:
@@ -172,17 +179,17 @@ def drift_item(
     }
     confidence = round(min(DRIFT_BASE + DRIFT_STEP * (len(run) - 2), DRIFT_CAP), 4)
     text = "searches drifted: " + " -> ".join(f"'{q}'" for q in shown)
-    return _item(action, "user", SEARCH_DRIFT, value, text, confidence, config, fields)
+    return _item(action, config, "user", SEARCH_DRIFT, value, text, confidence, fields)
 
 
 def _item(
     action: UserAction,
+    config: BehaviourConfig,
     subject: str,
     predicate: str,
     value: str,
     text: str,
     confidence: float,
-    config: BehaviourConfig,
     fields: dict[str, str],
 ) -> BehaviourItem:
     fact = ExtractedFact(

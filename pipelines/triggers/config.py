@@ -39,6 +39,8 @@ class TriggerConfig(BaseModel):
     # Sessions kept per user, as the review state keeps the dialogue context of 16.
     max_sessions: int = Field(default=16, ge=1)
     # Decisions remembered per session so a redelivered turn gets its first
-    # decision back without changing the state; a Faust batch holds up to 64
-    # records, of one user rarely more than a few dozen turns.
-    max_recent_decisions: int = Field(default=32, ge=1)
+    # decision back without changing the state. An older redelivery is still
+    # safe: its index is at or before the session's last, so it is ``stale``,
+    # fires nothing and changes nothing. 16 sessions × 16 decisions is ~70 KB of
+    # a user's ~170 KB state with 384-d MiniLM centroids.
+    max_recent_decisions: int = Field(default=16, ge=1)

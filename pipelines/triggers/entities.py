@@ -45,8 +45,10 @@ MODIFIERS = _wordset(
 # "my mind", "my fault", "oh my god": possessives that refer to nothing stored.
 IDIOM_HEADS = _wordset(
     "mind god gosh goodness fault pleasure apologies apology bad opinion guess word best "
-    "self bit part turn end side way honest life"
+    "self bit part turn end side way honest life day"
 )
+# "the other day", "the previous week": a time, not a thing.
+TIME_WORDS = _wordset("day days week weeks month months year years night time times morning")
 MAX_PHRASE_WORDS = 3
 
 _POSSESSIVE = re.compile(r"(?<![\w'’])(?:my|our)\s+", re.IGNORECASE)
@@ -106,9 +108,15 @@ def references(text: str) -> list[Reference]:
         )
         if re.search(r"\b(?:i|we|you)\b", match.group(0), re.IGNORECASE):
             terms = ()  # "the one I ordered": the verb does not name the thing
+        elif terms and all(term in TIME_WORDS for term in terms):
+            continue
         # No naming word ("the usual", "the same again"): only history knows what it is.
         found.append((match.start(), Reference(" ".join(words).casefold(), terms)))
-    return [ref for _, ref in sorted(found, key=lambda item: item[0])]
+    # "my usual table" is both a possessive and a history reference: said once.
+    unique: dict[str, Reference] = {}
+    for _, ref in sorted(found, key=lambda item: item[0]):
+        unique.setdefault(ref.phrase, ref)
+    return list(unique.values())
 
 
 def _phrase_after(rest: str) -> list[str]:

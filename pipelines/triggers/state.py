@@ -15,6 +15,8 @@ from typing import Any
 
 from pipelines.triggers.model import TriggerDecision
 
+CENTROID_DECIMALS = 6
+
 
 @dataclass
 class SessionTriggerState:
@@ -41,9 +43,12 @@ class SessionTriggerState:
             return
         if not self.centroid_sum or len(unit) != len(self.centroid_sum):
             # A new encoder (another dimension) restarts the centroid rather than mixing spaces.
-            self.centroid_sum, self.content_turns = list(unit), 1
-            return
-        self.centroid_sum = [a + b for a, b in zip(self.centroid_sum, unit, strict=True)]
+            self.centroid_sum, self.content_turns = [0.0] * len(unit), 0
+        # Six decimals: the cosine moves by < 1e-5, and the state's JSON is half the size
+        # (what is held is what is serialised, so a restored state decides alike).
+        self.centroid_sum = [
+            round(a + b, CENTROID_DECIMALS) for a, b in zip(self.centroid_sum, unit, strict=True)
+        ]
         self.content_turns += 1
 
     def learn_terms(self, terms: Iterable[str], cap: int) -> None:

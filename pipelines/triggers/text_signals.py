@@ -71,7 +71,11 @@ def explicit_cues(text: str) -> list[str]:
 
 
 _WEEKDAYS = "monday|tuesday|wednesday|thursday|friday|saturday|sunday|weekends?|weekdays?"
-_MONTHS = "january|february|march|april|may|june|july|august|september|october|november|december"
+# "May I ask" is no month: "may" counts only next to a day number or after "in", "by", ...
+_MONTHS = (
+    r"january|february|march|april|june|july|august|september|october|november|december|"
+    r"(?:in|of|since|until|from|by|mid|early|late)\s+may|may\s+\d{1,2}(?:st|nd|rd|th)?\b"
+)
 # Ordered alternatives, longest first, so "no later than 5 pm" is one limit and
 # one time rather than a negation, a limit and a number.
 _CONSTRAINT_KINDS: tuple[tuple[str, str], ...] = (
@@ -98,7 +102,6 @@ _CONSTRAINT_KINDS: tuple[tuple[str, str], ...] = (
             "until",
             "till",
             "before",
-            "after",
             "maximum",
             "minimum",
             "max",
@@ -110,7 +113,8 @@ _CONSTRAINT_KINDS: tuple[tuple[str, str], ...] = (
             "by then",
             "exactly",
         )
-        + r"|(?:under|over|below|above)(?=\s*[$£€]?\d)",
+        # "after all" is an idiom; "under"/"over" limit only an amount ("under 20").
+        + r"|after(?!\s+all\b)|(?:under|over|below|above)(?=\s*[$£€]?\d)",
     ),
     (
         "negation",

@@ -71,7 +71,7 @@ def test_three_views_without_purchase_make_a_status_item() -> None:
     assert fact.text == (
         "viewed Noise-cancelling earphones 3 times, 4.5 min in total, in the last 24 h, no purchase"
     )
-    assert (fact.subject, fact.predicate) == ("noise-cancelling earphones", "browsing")
+    assert (fact.subject, fact.predicate) == (EARPHONES, "browsing")
     assert fact.object == "viewed 3 times, 4.5 min in total, in the last 24 h, no purchase"
     assert fact.kind is MemoryKind.STATUS
     assert fact.asserted_by is Assertor.ACTION

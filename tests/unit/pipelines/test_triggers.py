@@ -375,3 +375,32 @@ def test_settings_carry_the_trigger_config(monkeypatch: pytest.MonkeyPatch) -> N
     assert Settings(_env_file=None).triggers == TriggerConfig()
     monkeypatch.setenv("MEMSTREAM_TRIGGERS__SEMANTIC_MAX_COSINE", "0.2")
     assert Settings(_env_file=None).triggers.semantic_max_cosine == 0.2
+
+
+@pytest.mark.parametrize(
+    ("text", "markers"),
+    [
+        ("May I ask something?", 0),  # a modal, not the month
+        ("Let's keep Monday after all.", 1),  # an idiom: only Monday counts
+        ("Sometime in May or by June 3.", 3),
+    ],
+)
+def test_ambiguous_constraint_words(text: str, markers: int) -> None:
+    assert constraint_markers(text).total == markers
+
+
+def test_a_time_is_no_entity_and_a_phrase_is_named_once() -> None:
+    assert references("I saw it the other day.") == []
+    assert [r.phrase for r in references("Can I have my usual table?")] == ["my usual table"]
+
+
+def test_state_of_minilm_sized_sessions_stays_small() -> None:
+    state = TriggerState()
+    for s in range(CONFIG.max_sessions + 4):
+        session = Session(state, session_id=f"s{s}")
+        for i in range(60):
+            vector = [((i * 7 + k * 13 + s) % 17) / 17 - 0.5 for k in range(384)]
+            session.decide(f"Topic {i} words w{s}x{i} and plan{i} for my thing{i}", vector=vector)
+    assert len(state.sessions) == CONFIG.max_sessions
+    size = len(json.dumps(state.to_dict()))
+    assert size < 250_000, size
