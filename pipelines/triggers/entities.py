@@ -35,6 +35,7 @@ STOPWORDS = _wordset(
     one ones thing things something anything nothing everything stuff
     i'm i've i'll i'd it's that's there's don't can't won't didn't isn't
     today tomorrow yesterday now soon later
+    like via per since until during near through after before because while
     """
 )
 # Words that shape a reference but do not name what it refers to.
@@ -52,15 +53,22 @@ TIME_WORDS = _wordset("day days week weeks month months year years night time ti
 MAX_PHRASE_WORDS = 3
 
 _POSSESSIVE = re.compile(r"(?<![\w'’])(?:my|our)\s+", re.IGNORECASE)
+# Verbs of something said or done together before: "the hotel you recommended".
+_PAST_TOGETHER = (
+    r"(?:recommended|suggested|mentioned|sent|showed|offered|quoted|ordered|booked|bought|"
+    r"had|used|gave|told|picked|chose|liked|talked|discussed|fixed|installed|delivered|"
+    r"tried|saw|got|said|did|paid|rented|returned)"
+)
 _HISTORY_REFERENCE = re.compile(
     r"(?<![\w'’])(?:"
     r"(?:the|my|our)\s+usual(?:\s+[^\W_]+)?"
-    r"|the\s+same\s+(?:one|thing|place|order|as|again|time)"
-    r"|(?:the|that)\s+(?:one|thing|place|guy|person|item)\s+(?:i|we|you)\b(?:\s+[^\W_]+)?"
-    r"|the\s+(?:previous|other|original|old|former)\s+[^\W_]+"
+    r"|the\s+same(?:\s+[^\W_]+)?"
+    rf"|(?:the|that|those)\s+(?:[^\W_]+\s+){{1,2}}?(?:i|we|you)\s+{_PAST_TOGETHER}\b"
+    r"|the\s+(?:previous|other|original|old|former|last)\s+[^\W_]+"
     r")",
     re.IGNORECASE,
 )
+_PRONOUNS = frozenset({"i", "we", "you"})
 
 
 def normalise(word: str) -> str:
@@ -101,15 +109,16 @@ def references(text: str) -> list[Reference]:
         found.append((match.start(), Reference(phrase, terms)))
     for match in _HISTORY_REFERENCE.finditer(text):
         words = TOKEN.findall(match.group(0))
+        # The naming words sit between the determiner and any "I/we/you ...":
+        # "that restaurant you recommended" is named by "restaurant" alone.
+        pronoun = next((i for i, w in enumerate(words) if w.casefold() in _PRONOUNS), len(words))
         terms = tuple(
             normalise(w)
-            for w in words[1:]
+            for w in words[1:pronoun]
             if w.casefold() not in STOPWORDS and w.casefold() not in MODIFIERS
         )
-        if re.search(r"\b(?:i|we|you)\b", match.group(0), re.IGNORECASE):
-            terms = ()  # "the one I ordered": the verb does not name the thing
-        elif terms and all(term in TIME_WORDS for term in terms):
-            continue
+        if terms and all(term in TIME_WORDS for term in terms):
+            continue  # "the other day", "at the same time"
         # No naming word ("the usual", "the same again"): only history knows what it is.
         found.append((match.start(), Reference(" ".join(words).casefold(), terms)))
     # "my usual table" is both a possessive and a history reference: said once.

@@ -125,7 +125,8 @@ _CONSTRAINT_KINDS: tuple[tuple[str, str], ...] = (
         "time",
         rf"(?:{_WEEKDAYS})|(?:{_MONTHS})|today|tonight|tomorrow|yesterday|"
         r"(?:next|this|last)\s+(?:week|month|year|morning|afternoon|evening)|"
-        r"\d{1,2}(?::\d{2})?\s*(?:am|pm|a\.m\.|p\.m\.)|\d{1,2}:\d{2}|o'clock|noon|midnight",
+        r"\d{1,2}(?::\d{2})?\s*(?:am|pm|a\.m\.|p\.m\.)|\d{1,2}:\d{2}|o'clock|noon|midnight|"
+        r"\d{1,2}(?:st|nd|rd|th)",
     ),
     (
         "quantity",

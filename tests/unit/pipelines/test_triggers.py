@@ -404,3 +404,33 @@ def test_state_of_minilm_sized_sessions_stays_small() -> None:
     assert len(state.sessions) == CONFIG.max_sessions
     size = len(json.dumps(state.to_dict()))
     assert size < 250_000, size
+
+
+@pytest.mark.parametrize(
+    ("text", "phrase", "terms"),
+    [
+        (
+            "What was that restaurant you recommended?",
+            "that restaurant you recommended",
+            ("restaurant",),
+        ),
+        ("Book the same hotel as in March.", "the same hotel", ("hotel",)),
+        ("Is the last order on its way?", "the last order", ("order",)),
+        ("Send it to my work address like before.", "my work address", ("work", "address")),
+    ],
+)
+def test_references_name_their_thing(text: str, phrase: str, terms: tuple[str, ...]) -> None:
+    (ref,) = references(text)
+    assert (ref.phrase, ref.terms) == (phrase, terms)
+
+
+def test_a_reference_to_what_the_session_said_is_defined() -> None:
+    session = Session()
+    session.decide("I recommend the Lotus restaurant on Elm Street.", role=Role.AGENT)
+    later = session.decide("What was that restaurant you recommended?")
+    assert SignalName.UNDEFINED_ENTITY not in later.fired
+
+
+def test_ordinal_dates_are_constraints() -> None:
+    found = constraint_markers("Away from the 3rd to the 10th, so don't deliver then.")
+    assert found.total == 3
