@@ -47,7 +47,7 @@ HELDOUT_BLIND = [Path(__file__).parent / "devset" / f"heldout{n}.txt" for n in r
 # Issue 12's four first-sight splits (benchmarks/devset/blind/): two of personal
 # chat between friends, two of industries no other split has. Never trained on.
 BLIND_DIR = Path(__file__).parent / "devset" / "blind"
-BLIND_SPLITS = ("cs_clinic", "cs_school", "friends_a", "friends_b")
+BLIND_SPLITS = ("cs_clinic", "cs_school", "friends_a", "friends_b", "cs_insurance", "friends_c")
 # Which LongMemEval questions the natural-dialogue compression samples.
 NATURAL_SEED = 29
 COMMIT_THRESHOLD = 0.82  # the review gate's commit threshold (docs/architecture.md, Stages)

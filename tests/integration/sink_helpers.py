@@ -306,12 +306,23 @@ class InProcessSink:
 
 
 def run_to_end(config: SinkConfig, lanes: Sequence[StoreLane]) -> None:
-    """Run a sink job until its group has committed the end of ``memory.ops``."""
+    """Run a sink job until its group has committed the end of ``memory.ops`` and applied it.
+
+    Committed is not yet applied when a store fell back to its spool (slow on
+    a busy machine): the spools must be empty too.
+    """
     sink = InProcessSink(config, lanes).start()
+    redis_url, store_namespace = config.settings.redis.url, config.store_namespace or ""
     try:
         topic = config.topic(MEMORY_OPS)
         wait_until(
-            lambda: not sink.alive() or caught_up(config.bootstrap, config.group, topic),
+            lambda: (
+                not sink.alive()
+                or (
+                    caught_up(config.bootstrap, config.group, topic)
+                    and spools_empty(redis_url, store_namespace)
+                )
+            ),
             f"{config.group} to apply {topic}",
         )
     finally:
