@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from memstream.data import sample_dir
+from pipelines.extract.learned.model import MODEL_PATH as LEARNED_MODEL
 from schemas.events import DialogueEvent
 
 SAMPLE = sample_dir() / "dialogue.events.jsonl"
@@ -164,6 +165,22 @@ def compared_chain(stages: Stages, model: Path, turn_batches: list[Sequence[Dial
     return run
 
 
+def learned_chain(stages: Stages, model: Path, turn_batches: list[Sequence[DialogueEvent]]) -> Any:
+    """A pass of the chain with the learned extractor ``model`` beside the rules."""
+    from pipelines.extract.learned.model import LearnedExtractor
+
+    learned = LearnedExtractor.load(model)
+
+    def run() -> dict[str, float]:
+        stages.extractor.learned = learned
+        try:
+            return stages.chain(turn_batches)
+        finally:
+            stages.extractor.learned = None
+
+    return run
+
+
 def report(
     turns: int,
     load_s: dict[str, float],
@@ -197,7 +214,7 @@ def report(
         cpu = sum(other[f"{stage}:cpu"] for stage in STAGES)
         extract = f"extract {turns / other['extract']:.0f} turns/s"
         lines.append(
-            f"{'chain with NER ' + name:<34}{turns / wall:>10.0f}{wall / turns * 1e3:>10.2f}"
+            f"{'chain with ' + name:<34}{turns / wall:>10.0f}{wall / turns * 1e3:>10.2f}"
             f"{turns / cpu:>13.0f}  ({extract})"
         )
     facts, chain_speed = int(chain["facts"]), turns / measured["chain"]
@@ -275,6 +292,14 @@ def main() -> None:
     parser.add_argument(
         "--workers", type=int, default=0, help="also run the chain in N processes at once"
     )
+    parser.add_argument(
+        "--learned",
+        type=Path,
+        nargs="?",
+        const=LEARNED_MODEL,
+        default=None,
+        help="also time the chain with this learned extractor (default: the packaged model)",
+    )
     args = parser.parse_args()
 
     import flair
@@ -287,8 +312,12 @@ def main() -> None:
     stages = Stages(args.transe_dir)
     turn_batches = batches(turns, args.batch)
     runs = [lambda: stages.chain(turn_batches)]
+    if args.compare_ner is not None and args.learned is not None:
+        parser.error("--compare-ner and --learned each take the one comparison column")
     if args.compare_ner is not None:
         runs.append(compared_chain(stages, args.compare_ner, turn_batches))
+    if args.learned is not None:
+        runs.append(learned_chain(stages, args.learned, turn_batches))
     chain, *others = median_runs(runs, args.repeat)
     texts = [turn.text for turn in turns]
     [baseline] = median_runs([lambda: stages.baselines(texts)], args.repeat)
@@ -297,7 +326,10 @@ def main() -> None:
         f"median of {args.repeat} passes; torch threads {args.torch_threads}; "
         f"{os.cpu_count()} CPUs, 1-min load average {load_before:.1f} -> {os.getloadavg()[0]:.1f}"
     )
-    compared = (args.compare_ner.name, others[0]) if others else None
+    compared_name = (
+        f"NER {args.compare_ner.name}" if args.compare_ner else f"learned {args.learned.name}"
+    )
+    compared = (compared_name, others[0]) if others else None
     print(report(len(turns), stages.load_s, chain, baseline, header, compared))
     if args.workers:
         print("\n" + workers_report(args))
