@@ -133,10 +133,11 @@ class IngestSettings(_Section):
     # None: <state_dir>/models/transe (written by `memstream train transe`);
     # without a trained model the encode stage uses its deterministic fallback.
     transe_dir: Path | None = None
-    # A model written by `memstream train extractor`: its typed triples become the
-    # facts and the rules only add their closed-form values
-    # (pipelines/extract/learned/facts.py). None: the rules alone, the default
-    # while they score higher at first sight (benchmarks/devset/README.md).
+    # A model written by `memstream train extractor`: its typed triples, read in
+    # their sentences for negation and hedges, join the rules' facts
+    # (pipelines/extract/learned/facts.py). None: the rules alone, the default:
+    # the hybrid scores higher at first sight but runs ~3x slower and mistags
+    # two sample plans (benchmarks/devset/README.md, Learned extractor).
     learned_extractor: Path | None = None
     # `memstream lag` calls the group STALL when its committed offset stands
     # still this long while its lag grows: the worker commits after every batch
