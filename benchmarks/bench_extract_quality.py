@@ -409,7 +409,7 @@ def main(
         with_model = FactExtractor.load(parser, learned_path=learned)
         tables.append(
             (
-                f"memstream learned ({learned.name} + rule overrides)",
+                f"memstream hybrid (rules + {learned.name})",
                 {
                     name: SplitResult(turns, *run_memstream(turns, parser, with_model))
                     for name, turns in splits.items()
