@@ -189,6 +189,8 @@ def test_lag_equals_the_consumer_groups_tool(
         (report,) = document["groups"]
         assert (report["group"], report["members"], report["lag"]) == (group, 1, 11)
         assert report["status"] == Status.OK  # a live member, no trend yet
+        # Not one of memstream's jobs: the stall time of any other group (settings).
+        assert (report["stalled_seconds"], report["stall_after_s"]) == (0.0, 60.0)
         seconds = {p["partition"]: p["lag_seconds"] for p in report["partitions"]}
         # The age of the first unconsumed record, from its timestamp (first call: no history).
         for partition, committed in ((0, 3), (2, 0)):
