@@ -3,11 +3,21 @@
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Any, Literal
+from typing import Annotated
 
-from pydantic import AwareDatetime, Field
+from pydantic import Field
 
-from schemas._base import EventId, Frozen, Identifier, Scalar, partition_key
+from schemas._base import EventId, Frozen, Identifier, partition_key
+from schemas.bounds import (
+    MAX_CRM_FIELDS,
+    Count64,
+    EventTime,
+    JsonMap,
+    MapKey,
+    Scalar,
+    ScalarMap,
+    SchemaVersion1,
+)
 
 # A turn longer than this is rejected to the dead-letter topic: dialogue turns
 # are sentences, not documents, and the NLP stages are sized for that.
@@ -21,11 +31,11 @@ class Role(StrEnum):
 
 
 class _InputEvent(Frozen):
-    schema_version: Literal[1] = 1
+    schema_version: SchemaVersion1 = 1
     event_id: EventId
     tenant_id: Identifier
     user_id: Identifier
-    ts: AwareDatetime = Field(description="Event time, timezone-aware (ISO 8601).")
+    ts: EventTime
 
     @property
     def key(self) -> str:
@@ -36,12 +46,12 @@ class DialogueEvent(_InputEvent):
     """One turn of a dialogue (topic ``dialogue.events``)."""
 
     session_id: Identifier
-    turn_index: int = Field(ge=0)
+    turn_index: Count64
     turn_id: str | None = Field(default=None, max_length=128)
     role: Role
     text: str = Field(max_length=MAX_TURN_CHARS)
     lang: str = Field(default="en", pattern=r"^[a-z]{2,3}(-[A-Za-z0-9]{2,8})?$")
-    metadata: dict[str, Scalar] = Field(default_factory=dict)
+    metadata: ScalarMap = Field(default_factory=dict)
 
 
 class ActionType(StrEnum):
@@ -65,8 +75,8 @@ class UserAction(_InputEvent):
     session_id: Identifier | None = None
     action_type: ActionType
     target_id: str | None = Field(default=None, max_length=256)
-    duration_ms: int | None = Field(default=None, ge=0)
-    properties: dict[str, Any] = Field(default_factory=dict)
+    duration_ms: Count64 | None = None
+    properties: JsonMap = Field(default_factory=dict)
 
 
 class FieldChange(Frozen):
@@ -79,7 +89,7 @@ class CrmWebhook(_InputEvent):
 
     source: str = Field(min_length=1, max_length=64)
     entity: str = Field(min_length=1, max_length=64)
-    changes: dict[str, FieldChange] = Field(min_length=1)
+    changes: Annotated[dict[MapKey, FieldChange], Field(min_length=1, max_length=MAX_CRM_FIELDS)]
 
 
 InputEvent = DialogueEvent | UserAction | CrmWebhook

@@ -5,12 +5,14 @@ from __future__ import annotations
 from pydantic import Field
 
 from schemas._base import Frozen
+from schemas.bounds import INT64_MAX
 
 
 class SourceLineage(Frozen):
     topic: str
-    partition: int = Field(ge=0)
-    offset: int = Field(ge=0)
+    # Kafka's own types: a 32-bit partition, a 64-bit offset.
+    partition: int = Field(ge=0, le=2**31 - 1)
+    offset: int = Field(ge=0, le=INT64_MAX)
     event_id: str
     turn_id: str | None = None
 

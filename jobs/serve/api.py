@@ -59,6 +59,7 @@ from jobs.serve.memory_service import (
 from jobs.serve.metrics import RequestMetrics, add_metrics_route
 from jobs.serve.readiness import Readiness, add_readiness
 from schemas._base import Frozen, Identifier
+from schemas.bounds import time_text
 from schemas.memory import MemoryKind, Polarity, Tier
 from schemas.query import ActionReceipt, MemorySnapshot, RecallFilters, RecallHit
 
@@ -147,16 +148,11 @@ class MemoryQueries(Protocol):
         ...
 
 
-def _time_text(value: object) -> object:
-    if value is not None and not isinstance(value, str):
-        raise ValueError("a time is an ISO 8601 string with a UTC offset")
-    return value
-
-
 # FastAPI validates a JSON body as Python objects, where pydantic's lax mode would
 # read 0 as false, true as 1.0 and a number as a time: the body's scalars are
-# strict, so a body means exactly what its JSON Schema says.
-JsonTime = Annotated[AwareDatetime, BeforeValidator(_time_text)]
+# strict, so a body means exactly what its JSON Schema says. The Kafka input is
+# validated the same way, with the same strict types (schemas/bounds.py).
+JsonTime = Annotated[AwareDatetime, BeforeValidator(time_text)]
 
 
 class RecallFiltersBody(RecallFilters):
@@ -167,7 +163,7 @@ class RecallFiltersBody(RecallFilters):
     def _times_are_text(cls, data: Any) -> Any:
         if isinstance(data, dict):
             for bound in ("since", "until"):
-                _time_text(data.get(bound))
+                time_text(data.get(bound))
         return data
 
 

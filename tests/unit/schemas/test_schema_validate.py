@@ -95,7 +95,8 @@ def test_missing_field_and_wrong_type_list_every_violation() -> None:
     assert error.reason is DeadLetterReason.SCHEMA_VIOLATION
     assert sorted(error.errors) == [
         "session_id: Field required",
-        "turn_index: Input should be a valid integer, unable to parse string as an integer",
+        # Strict: a string is never read as a number.
+        "turn_index: Value error, expected a JSON integer, got a string",
     ]
     assert error.detail.startswith("DialogueEvent invalid: ")
 
