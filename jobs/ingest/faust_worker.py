@@ -66,24 +66,25 @@ from datetime import UTC, datetime
 from typing import Any, cast
 
 import faust
+from faust.serializers import codecs
 from faust.types import TP, RecordMetadata
 from mode.types.signals import BaseSignalT
 
 from connectors.kafka_offsets import OffsetReader
 from jobs.ingest import metrics as ingest_metrics
 from jobs.ingest.input_positions import InputPositions, first_offset_from
-from jobs.ingest.stages import load_pipeline, run_batch
+from jobs.ingest.stages import Message, load_pipeline, run_batch
 from jobs.ingest.worker_config import WorkerConfig
 from jobs.metrics_endpoint import serve_metrics
 from memstream.settings import Settings
-from pipelines.ingest import IngestPipeline, IngestResult, SourceRecord
+from pipelines.ingest import IngestPipeline, SourceRecord
 from pipelines.review import UserMemoryState
-from pipelines.route import outputs
 from schemas.topics import OUTPUT_TOPICS
 
 log = logging.getLogger(__name__)
 
 TABLE_NAME = "user-memory"
+TABLE_CODEC = "json"
 # How long the group waits for a member that stopped heartbeating (Faust's
 # default: 60 s). A SIGKILLed worker's restart cannot get its partitions back
 # before that; 10 s is above Kafka's minimum (group.min.session.timeout.ms, 6 s)
@@ -126,7 +127,7 @@ class IngestAgent:
             TABLE_NAME,
             # Raw UTF-8 keys: the same bytes as the input records' keys, so the
             # partitioner puts a user's state on their events' partition.
-            schema=faust.Schema(key_type=str, key_serializer="raw", value_serializer="json"),
+            schema=faust.Schema(key_type=str, key_serializer="raw", value_serializer=TABLE_CODEC),
             partitions=partitions,
             use_partitioner=True,
             # Snapshots reach ~5 MiB at the ReviewConfig caps (review/config.py).
@@ -180,12 +181,14 @@ class IngestAgent:
         if not admission.admitted:
             return
         records = [self._record(m) for m in admission.admitted]
-        batch = run_batch(self.pipeline, records, self._load_state)
-        sent = [fut for result in batch.results for fut in await self._publish(result)]
+        # The states are checked in the table's own codec: a state it cannot
+        # write is its record's dead letter, not a worker exit (stages.run_batch).
+        batch = run_batch(self.pipeline, records, self._load_state, encode_state=_table_codec)
+        sent = [fut for messages in batch.messages for fut in await self._publish(messages)]
         await asyncio.gather(*sent)
         ingest_metrics.observe_batch(batch, datetime.now(UTC))
-        for key, state in batch.states.items():
-            self.table[key] = state.snapshot()  # re-assigned: emits the changelog record
+        for key, snapshot in batch.snapshots.items():
+            self.table[key] = snapshot  # re-assigned: emits the changelog record
         await self._commit({m.tp for m in admission.admitted})
         log.info(
             "batch: %d records (%d dropped), %d ops, %d dead letters%s in %.0f ms",
@@ -270,12 +273,17 @@ class IngestAgent:
         snapshot = self.table.get(key)
         return UserMemoryState.restore(snapshot) if snapshot is not None else None
 
-    async def _publish(self, result: IngestResult) -> list[Awaitable[RecordMetadata]]:
+    async def _publish(self, messages: Sequence[Message]) -> list[Awaitable[RecordMetadata]]:
         sent: list[Awaitable[RecordMetadata]] = []
-        for output in outputs(result.ops, result.dead_letter):
-            topic = self.outputs[output.topic]
-            sent.append(await topic.send(key=output.key, value=output.value()))
+        for message in messages:
+            topic = self.outputs[message.topic]
+            sent.append(await topic.send(key=message.key, value=message.value))
         return sent
+
+
+def _table_codec(snapshot: dict[str, Any]) -> bytes:
+    """A state snapshot as the table's ``value_serializer="json"`` writes it (orjson)."""
+    return codecs.dumps(TABLE_CODEC, snapshot)
 
 
 def build_app(config: WorkerConfig, pipeline: IngestPipeline, partitions: int) -> faust.App:

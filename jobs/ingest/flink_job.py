@@ -94,12 +94,11 @@ from pyflink.table import StreamTableEnvironment
 from infra import toolchain
 from infra.flink_jars import connector_jars
 from jobs.ingest.metrics import observe_batch, time_stage
-from jobs.ingest.stages import load_pipeline, run_batch
+from jobs.ingest.stages import json_state, load_pipeline, run_batch
 from jobs.metrics_endpoint import serve_metrics
 from memstream.settings import FlinkSettings, Settings
-from pipelines.ingest import IngestPipeline, IngestResult, SourceRecord
+from pipelines.ingest import IngestPipeline, SourceRecord
 from pipelines.review import UserMemoryState
-from pipelines.route import outputs
 from schemas.topics import INPUT_TOPICS, OUTPUT_TOPICS, Topics
 from schemas.validate import InvalidEvent, decode_event
 
@@ -357,12 +356,18 @@ class IngestFunction(KeyedProcessFunction):
         """Run one record; emit its ops and dead letter; store the key's new state."""
         record = source_record(value, self.namespace)
         current_key: str = ctx.get_current_key()
-        batch = run_batch(self.pipeline, [record], lambda key: self._load(key, current_key))
-        for result in batch.results:
-            yield from output_rows(result, self.namespace)
-        state = batch.states.get(current_key)
-        if state is not None:
-            self.state.update(json.dumps(state.snapshot(), separators=(",", ":")))
+        # json_state is the ValueState's form: a state it cannot write is the
+        # record's dead letter, not a failed job (stages.run_batch).
+        batch = run_batch(
+            self.pipeline, [record], lambda key: self._load(key, current_key), json_state
+        )
+        topics = Topics(self.namespace)
+        for messages in batch.messages:
+            for message in messages:
+                yield Row(topics.name(message.topic), message.key, message.value)
+        encoded = batch.encoded.get(current_key)
+        if encoded is not None:
+            self.state.update(encoded)
         observe_batch(batch, datetime.now(UTC))
 
     def _load(self, key: str, current_key: str) -> UserMemoryState | None:
@@ -372,16 +377,6 @@ class IngestFunction(KeyedProcessFunction):
             raise RuntimeError(f"state of {key!r} asked for under key {current_key!r}")
         snapshot = self.state.value()
         return UserMemoryState.restore(json.loads(snapshot)) if snapshot is not None else None
-
-
-def output_rows(result: IngestResult, namespace: str) -> Iterator[Row]:
-    """The sink rows of one record's result: (topic, key, value), as the Faust worker sends them.
-
-    Which topic and key each item gets is ``pipelines.route.outputs``'s rule.
-    """
-    topics = Topics(namespace)
-    for output in outputs(result.ops, result.dead_letter):
-        yield Row(topics.name(output.topic), output.key, output.value())
 
 
 def build(env: StreamExecutionEnvironment, settings: Settings, options: FlinkOptions) -> None:

@@ -8,7 +8,7 @@ writes for the failing record, and that the other records still go through.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, cast
 
 import pytest
@@ -19,10 +19,12 @@ from pipelines.extract import FactExtractor, extract_crm
 from pipelines.ingest import IngestPipeline, SourceRecord
 from pipelines.parse import DialogueParser
 from pipelines.review import Reviewer, UserMemoryState
+from pipelines.route import outputs
 from schemas.deadletter import DeadLetterReason
 from schemas.events import DialogueEvent
 from schemas.facts import ExtractedFact
 from schemas.memory import Encoding
+from schemas.ops import MemoryOperation
 from schemas.topics import DIALOGUE_EVENTS, USER_ACTIONS
 
 KEY = b"t1:u1"
@@ -161,3 +163,79 @@ def test_a_clean_batch_is_not_isolated() -> None:
     assert not batch.isolated
     assert _letters(batch) == {}
     assert all(r.ops for r in batch.results)
+
+
+class BadOp(MemoryOperation):
+    """An operation whose JSON cannot be written (a stand-in for any serialiser error)."""
+
+    def model_dump_json(self, **kwargs: Any) -> str:
+        raise OverflowError("no JSON today")
+
+
+class UnwritableOpReviewer(Reviewer):
+    """Reviews as usual; the ops of the event at ``offset`` cannot be serialised."""
+
+    def __init__(self, offset: int) -> None:
+        super().__init__()
+        self.offset = offset
+
+    def apply(self, state: UserMemoryState, event: Any, lineage: Any, *args: Any) -> Any:
+        ops = super().apply(state, event, lineage, *args)
+        if lineage.offset != self.offset:
+            return ops
+        return [BadOp.model_validate(op.model_dump()) for op in ops]
+
+
+def _refusing(marker: str) -> Callable[[dict[str, Any]], str]:
+    """An engine's state encoder that refuses any state holding ``marker``."""
+
+    def encode(snapshot: dict[str, Any]) -> str:
+        text = json.dumps(snapshot)
+        if marker in text:
+            # What orjson (Faust's table codec) says of an integer beyond 64 bits.
+            raise TypeError("Integer exceeds 64-bit range")
+        return text
+
+    return encode
+
+
+def test_a_state_the_engine_cannot_encode_is_dead_lettered_as_checkpoint() -> None:
+    records = [_stored(0), _stored(1), _stored(2)]
+    batch = run_batch(_pipeline(), records, lambda _key: None, _refusing("tea 1"))
+    assert batch.isolated
+    assert _letters(batch) == {
+        1: ("checkpoint", "checkpoint failed: TypeError: Integer exceeds 64-bit range")
+    }
+    (letter,) = [r.dead_letter for r in batch.results if r.dead_letter is not None]
+    assert letter.reason is DeadLetterReason.PROCESSING_ERROR
+    assert [len(r.ops) > 0 for r in batch.results] == [True, False, True]
+    # The state is as if record 1 never came: records 0 and 2 applied, and what
+    # the engine stores is the encoding it accepted.
+    state = batch.states[KEY.decode()]
+    assert state.offsets == {f"{USER_ACTIONS}:0": 2}
+    assert "tea 1" not in json.dumps(state.snapshot())
+    assert "tea 2" in json.dumps(state.snapshot())
+    assert batch.encoded == {KEY.decode(): json.dumps(state.snapshot())}
+    assert batch.snapshots == {KEY.decode(): state.snapshot()}
+
+
+def test_an_output_that_does_not_serialise_is_dead_lettered_as_serialise() -> None:
+    pipeline = _pipeline(reviewer=UnwritableOpReviewer(offset=1))
+    batch = _run(pipeline, [_stored(0), _stored(1), _stored(2)])
+    assert batch.isolated
+    assert _letters(batch) == {1: ("serialise", "serialise failed: OverflowError: no JSON today")}
+    assert batch.states[KEY.decode()].offsets == {f"{USER_ACTIONS}:0": 2}
+    # Every message the engines publish is already bytes: the dead letter for 1.
+    assert [[m.topic for m in messages] for messages in batch.messages][1] == ["memory.dlq"]
+    assert all(m.value for messages in batch.messages for m in messages)
+
+
+def test_a_clean_batch_hands_the_engine_its_messages_and_encoded_states() -> None:
+    batch = _run(_pipeline(), [_stored(0), _stored(1)])
+    assert not batch.isolated
+    assert len(batch.messages) == len(batch.results)
+    for result, messages in zip(batch.results, batch.messages, strict=True):
+        expected = outputs(result.ops, result.dead_letter)  # pending ops go to two topics
+        assert [(m.topic, m.value) for m in messages] == [(o.topic, o.value()) for o in expected]
+    state = batch.states[KEY.decode()]
+    assert batch.encoded == {KEY.decode(): json.dumps(state.snapshot(), separators=(",", ":"))}
