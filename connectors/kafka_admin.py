@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable, Mapping
+from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
 
 from confluent_kafka import KafkaError, KafkaException
@@ -121,10 +122,26 @@ def delete_topics(
                 raise
 
 
-def list_groups(bootstrap: str, timeout_s: float = DEFAULT_TIMEOUT_S) -> list[str]:
-    """Ids of every consumer group on the cluster, sorted."""
-    future = admin_client(bootstrap).list_consumer_groups(request_timeout=timeout_s)
-    return sorted(group.group_id for group in future.result(timeout=timeout_s).valid)
+def list_groups(
+    bootstrap: str, timeout_s: float = DEFAULT_TIMEOUT_S, attempts: int = 2
+) -> list[str]:
+    """Ids of every consumer group on the cluster, sorted.
+
+    A listing asks every broker; once, on a loaded machine, it got no answer
+    within 15 s although the broker had just deleted topics: a second attempt on
+    a new client is cheaper than a test teardown failing on it.
+    """
+    for attempt in range(1, attempts + 1):
+        future = admin_client(bootstrap).list_consumer_groups(request_timeout=timeout_s)
+        try:
+            # A little beyond the request's own time-out, so that it reports first.
+            listing = future.result(timeout=timeout_s + 5)
+        except FutureTimeout:
+            if attempt == attempts:
+                raise
+            continue
+        return sorted(group.group_id for group in listing.valid)
+    return []  # attempts < 1
 
 
 def delete_groups(
