@@ -183,7 +183,7 @@ class IngestAgent:
         records = [self._record(m) for m in admission.admitted]
         # The states are checked in the table's own codec: a state it cannot
         # write is its record's dead letter, not a worker exit (stages.run_batch).
-        batch = run_batch(self.pipeline, records, self._load_state, encode_state=_table_codec)
+        batch = run_batch(self.pipeline, records, self._load_state, encode_state=self._encode_state)
         sent = [fut for messages in batch.messages for fut in await self._publish(messages)]
         await asyncio.gather(*sent)
         ingest_metrics.observe_batch(batch, datetime.now(UTC))
@@ -269,6 +269,9 @@ class IngestAgent:
             value=message.value if message.value is not None else b"",
         )
 
+    def _encode_state(self, snapshot: dict[str, Any]) -> bytes:
+        return table_codec(snapshot, self.config.max_message_bytes)
+
     def _load_state(self, key: str) -> UserMemoryState | None:
         snapshot = self.table.get(key)
         return UserMemoryState.restore(snapshot) if snapshot is not None else None
@@ -281,9 +284,16 @@ class IngestAgent:
         return sent
 
 
-def _table_codec(snapshot: dict[str, Any]) -> bytes:
-    """A state snapshot as the table's ``value_serializer="json"`` writes it (orjson)."""
-    return codecs.dumps(TABLE_CODEC, snapshot)
+def table_codec(snapshot: dict[str, Any], max_bytes: int) -> bytes:
+    """A state snapshot as the table writes it (``value_serializer="json"``: orjson).
+
+    Raises where the changelog write would fail: an unencodable value, or a
+    record over the changelog topic's ``max.message.bytes``.
+    """
+    encoded = codecs.dumps(TABLE_CODEC, snapshot)
+    if len(encoded) > max_bytes:
+        raise ValueError(f"state is {len(encoded):,} bytes; the changelog takes {max_bytes:,}")
+    return encoded
 
 
 def build_app(config: WorkerConfig, pipeline: IngestPipeline, partitions: int) -> faust.App:

@@ -25,7 +25,7 @@ from connectors.kafka_offsets import OffsetReader
 from memstream.data import sample_dir
 from schemas.deadletter import DeadLetter
 from schemas.ops import MemoryOperation
-from schemas.topics import ALL_TOPICS, Topics
+from schemas.topics import ALL_TOPICS, CRM_WEBHOOKS, DIALOGUE_EVENTS, USER_ACTIONS, Topics
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 SAMPLE_DIR = sample_dir()
@@ -59,6 +59,45 @@ def delete_topics(bootstrap: str, namespace: str) -> None:
     # The worker's, Flink's and the sink's groups share the prefix; left behind they
     # show up in `memstream lag` and on the dashboard forever.
     kafka_admin.delete_groups_with_prefix(bootstrap, namespace)
+
+
+def out_of_bounds(topic: str) -> list[Message]:
+    """Events of ``topic`` valid but for one value over its limit (issue 15's poison first).
+
+    Each must become a schema_violation dead letter: before the bounds, the
+    first one passed validation and stopped the Faust worker at the state's
+    changelog write ("Integer exceeds 64-bit range").
+    """
+    line = (SAMPLE_DIR / f"{topic}.jsonl").read_bytes().splitlines()[0]
+    event = json.loads(line) | {"tenant_id": "acme", "user_id": "mallory"}
+    deep: object = 1
+    for _ in range(5):  # one level deeper than a properties map may go
+        deep = {"a": deep}
+    changes: dict[str, list[object]] = {
+        DIALOGUE_EVENTS: [
+            {"turn_index": 18446744073709551616},
+            {"turn_index": "3"},
+            {"turn_index": True},
+            {"schema_version": True},
+            {"ts": 12345},
+            {"ts": "1970-01-01T00:00:00Z"},
+            {"metadata": {"nested": {"a": 1}}},
+        ],
+        USER_ACTIONS: [
+            {"duration_ms": 2**63},
+            {"properties": deep},
+            {"ts": "2100-01-01T00:00:00Z"},
+        ],
+        CRM_WEBHOOKS: [
+            {"changes": {f"f{i}": {"new": i} for i in range(257)}},
+            {"changes": {"phone": {"new": "5" * 4097}}},
+            {"ts": 12345},
+        ],
+    }[topic]
+    return [
+        ("acme:mallory", json.dumps(event | change | {"event_id": f"bound-{topic}-{i}"}).encode())
+        for i, change in enumerate(changes)
+    ]
 
 
 def sample_messages(topic: str, limit: int | None = None) -> list[Message]:

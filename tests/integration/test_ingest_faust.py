@@ -30,6 +30,7 @@ from ingest_helpers import (
     create_topics,
     delete_topics,
     log_ends,
+    out_of_bounds,
     parse_op,
     publish,
     read_outputs,
@@ -113,6 +114,8 @@ def _bad_messages(topic: str) -> list[tuple[Message, DeadLetterReason, str]]:
             "validate",
         ),
     ]
+    # Valid but for one bound each, spread through the batches like the rest.
+    bad += [(m, DeadLetterReason.SCHEMA_VIOLATION, "validate") for m in out_of_bounds(topic)]
     base = {"schema_version": 1, "tenant_id": "acme", "user_id": "mallory"}
     base |= {"ts": "2026-03-02T09:00:00Z", "event_id": f"stage-error-{topic}"}
     if topic == USER_ACTIONS:

@@ -44,6 +44,7 @@ from ingest_helpers import (
     Worker,
     create_topics,
     delete_topics,
+    out_of_bounds,
     parse_op,
     publish,
     read_outputs,
@@ -160,8 +161,9 @@ class FlinkJob:
 
 
 def phase_messages(topic: str) -> list[Message]:
-    """A slice of the sample stream of ``topic``, then its bad messages."""
-    return sample_messages(topic, SAMPLE_LIMIT[topic]) + [m for m, _ in BAD_MESSAGES]
+    """A slice of the sample stream of ``topic``, then its bad messages and out-of-bounds events."""
+    bad = [m for m, _ in BAD_MESSAGES] + out_of_bounds(topic)
+    return sample_messages(topic, SAMPLE_LIMIT[topic]) + bad
 
 
 @dataclass
@@ -329,7 +331,13 @@ def test_bad_input_is_dead_lettered_and_the_job_keeps_running(run: Run) -> None:
     expected = Counter((key, reason) for (key, _), reason in BAD_MESSAGES)
     for topic in INPUT_TOPICS:
         letters = [d for d in run.flink.dead_letters if d.topic == topic]
-        assert Counter((d.key, d.reason) for d in letters) == expected, topic
+        # Each event over a bound (issue 15's poison among them) is a schema violation too.
+        bounds = out_of_bounds(topic)
+        expected_here = expected + Counter(
+            (key, DeadLetterReason.SCHEMA_VIOLATION) for key, _ in bounds
+        )
+        assert Counter((d.key, d.reason) for d in letters) == expected_here, topic
+        assert {v for _, v in bounds} <= {d.original() for d in letters}
         # Each names the record it came from.
-        assert len({(d.partition, d.offset) for d in letters}) == len(BAD_MESSAGES)
+        assert len({(d.partition, d.offset) for d in letters}) == len(BAD_MESSAGES) + len(bounds)
         assert all(d.stage == "validate" for d in letters)
