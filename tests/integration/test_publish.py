@@ -91,7 +91,7 @@ def test_publish_sends_valid_lines_and_dead_letters_every_bad_one(
     for number, reason in expected.items():
         assert f"line {number}: {reason}: " in stderr
     assert "line 3: schema_violation: DialogueEvent invalid: text: Field required" in stderr
-    assert "turn_index: Input should be a valid integer" in stderr
+    assert "turn_index: Value error, expected a JSON integer, got a string" in stderr
 
     published = records_since(kafka_bootstrap, DIALOGUE_EVENTS, start[DIALOGUE_EVENTS], token)
     by_id = {json.loads(r.value)["event_id"]: r for r in published}
