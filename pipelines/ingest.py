@@ -32,6 +32,7 @@ import traceback
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Protocol
 
 from pipelines.actions import action_facts
@@ -59,6 +60,9 @@ class SourceRecord:
     offset: int
     key: bytes | None
     value: bytes
+    # The broker's timestamp of the record, or when the engine read it: where
+    # the ingest latency starts (the event's own ``ts`` may be any time).
+    read_at: datetime | None = None
 
 
 @dataclass

@@ -267,6 +267,7 @@ class IngestAgent:
             offset=message.offset,
             key=message.key,
             value=message.value if message.value is not None else b"",
+            read_at=ingest_metrics.broker_time(getattr(message, "timestamp", None)),
         )
 
     def _encode_state(self, snapshot: dict[str, Any]) -> bytes:

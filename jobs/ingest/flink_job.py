@@ -293,6 +293,8 @@ def source_record(row: Row, namespace: str) -> SourceRecord:
         offset=offset,
         key=bytes(key) if key is not None else None,
         value=bytes(value) if value is not None else b"",
+        # The source table carries no record timestamp: the moment the job read it.
+        read_at=datetime.now(UTC),
     )
 
 

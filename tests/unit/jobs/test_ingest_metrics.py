@@ -4,12 +4,19 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from prometheus_client import REGISTRY
 
-from jobs.ingest.metrics import OUTCOMES, STAGES, observe_batch, outcome_of, time_stage
+from jobs.ingest.metrics import (
+    OUTCOMES,
+    STAGES,
+    broker_time,
+    observe_batch,
+    outcome_of,
+    time_stage,
+)
 from jobs.ingest.stages import Batch, run_batch
 from memstream.data import sample_dir
 from pipelines.encode import Encoder
@@ -23,9 +30,11 @@ from schemas.ops import MemoryOperation, OpType
 from schemas.topics import CRM_WEBHOOKS, DIALOGUE_EVENTS, USER_ACTIONS
 
 SAMPLE = sample_dir()
+PRODUCED_AT = datetime.now(UTC)
+READ_AT = PRODUCED_AT - timedelta(seconds=2)  # the records' broker timestamp
 BAD = [
-    SourceRecord(USER_ACTIONS, 1, 900, b"t:u", b"{not json"),
-    SourceRecord(DIALOGUE_EVENTS, 1, 901, b"t:u", b'{"event_id": "x"}'),
+    SourceRecord(USER_ACTIONS, 1, 900, b"t:u", b"{not json", READ_AT),
+    SourceRecord(DIALOGUE_EVENTS, 1, 901, b"t:u", b'{"event_id": "x"}', READ_AT),
 ]
 
 
@@ -35,7 +44,7 @@ def _records(topic: str, limit: int) -> list[SourceRecord]:
     for offset, line in enumerate(lines):
         event = json.loads(line)
         key = f"{event['tenant_id']}:{event['user_id']}".encode()
-        records.append(SourceRecord(topic, 0, offset, key, line))
+        records.append(SourceRecord(topic, 0, offset, key, line, READ_AT))
     return records
 
 
@@ -57,6 +66,8 @@ def _snapshot() -> dict[str, float]:
     for reason in ("malformed_json", "schema_violation"):
         values[f"dlq:{reason}"] = _value("memstream_ingest_dead_letters_total", reason=reason)
     values["e2e"] = _value("memstream_ingest_end_to_end_seconds_count")
+    values["e2e:sum"] = _value("memstream_ingest_end_to_end_seconds_sum")
+    values["event_time"] = _value("memstream_ingest_event_time_lag_seconds_count")
     return values
 
 
@@ -76,7 +87,7 @@ def batch_and_deltas() -> tuple[Batch, dict[str, float]]:
     )
     before = _snapshot()
     batch = run_batch(pipeline, records, lambda _key: None)
-    observe_batch(batch, datetime.now(UTC))
+    observe_batch(batch, PRODUCED_AT)
     after = _snapshot()
     return batch, {name: after[name] - before[name] for name in after}
 
@@ -101,7 +112,11 @@ def test_events_in_and_out_per_topic(batch_and_deltas: tuple[Batch, dict[str, fl
     assert deltas["out:memory.pending"] == sum(op.op_type in PENDING_OPS for op in ops)
     assert deltas["out:memory.dlq"] == 2
     assert (deltas["dlq:malformed_json"], deltas["dlq:schema_violation"]) == (1, 1)
-    assert deltas["e2e"] == len(ops)
+    # Latency from the broker's timestamp, once per record (dead letters too);
+    # the sample's own ts (March 2026) only shows in the event-time lag.
+    assert deltas["e2e"] == len(batch.results) == 61 + 8 + 9
+    assert deltas["e2e:sum"] == pytest.approx(2.0 * len(batch.results))
+    assert deltas["event_time"] == len(ops)
 
 
 def test_review_outcomes_match_the_ops_and_the_review_counters(
@@ -154,5 +169,12 @@ def test_skipped_facts_are_counted_from_the_states_review_counters() -> None:
     later.count("pending", 5)  # ...and pending items, which ops count instead
     batch = Batch(results=[], states={"t:u": later}, counters_at_load={"t:u": loaded.counters})
     before = _value("memstream_ingest_review_outcomes_total", outcome="skipped")
-    observe_batch(batch, datetime.now(UTC))
+    observe_batch(batch, PRODUCED_AT)
     assert _value("memstream_ingest_review_outcomes_total", outcome="skipped") - before == 5
+
+
+def test_a_record_without_a_broker_timestamp_is_timed_from_when_it_was_read() -> None:
+    assert broker_time(1_780_000_000.5) == datetime.fromtimestamp(1_780_000_000.5, UTC)
+    before = datetime.now(UTC)
+    for missing in (None, 0.0, -1.0):
+        assert before <= broker_time(missing) <= datetime.now(UTC)
