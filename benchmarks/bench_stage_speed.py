@@ -148,37 +148,34 @@ def median_runs(
     return [{key: statistics.median(r[key] for r in out) for key in out[0]} for out in results]
 
 
+def swapped_chain(
+    stages: Stages, part: str, value: Any, turn_batches: list[Sequence[DialogueEvent]]
+) -> Any:
+    """A pass of the chain with the extractor's ``part`` set to ``value``, then put back."""
+    kept = getattr(stages.extractor, part)
+
+    def run() -> dict[str, float]:
+        setattr(stages.extractor, part, value)
+        try:
+            return stages.chain(turn_batches)
+        finally:
+            setattr(stages.extractor, part, kept)
+
+    return run
+
+
 def compared_chain(stages: Stages, model: Path, turn_batches: list[Sequence[DialogueEvent]]) -> Any:
     """A pass of the chain with the NER model file ``model`` in place of the committed one."""
     from pipelines.ner import NerTagger
 
-    other = NerTagger.load(model)
-    committed = stages.extractor.tagger
-
-    def run() -> dict[str, float]:
-        stages.extractor.tagger = other
-        try:
-            return stages.chain(turn_batches)
-        finally:
-            stages.extractor.tagger = committed
-
-    return run
+    return swapped_chain(stages, "tagger", NerTagger.load(model), turn_batches)
 
 
 def learned_chain(stages: Stages, model: Path, turn_batches: list[Sequence[DialogueEvent]]) -> Any:
     """A pass of the chain with the learned extractor ``model`` beside the rules."""
     from pipelines.extract.learned.model import LearnedExtractor
 
-    learned = LearnedExtractor.load(model)
-
-    def run() -> dict[str, float]:
-        stages.extractor.learned = learned
-        try:
-            return stages.chain(turn_batches)
-        finally:
-            stages.extractor.learned = None
-
-    return run
+    return swapped_chain(stages, "learned", LearnedExtractor.load(model), turn_batches)
 
 
 def report(

@@ -80,9 +80,7 @@ class PastValue:
         """Whether ``obj`` (with ``polarity``) is this value and ``at`` lies in its time."""
         if polarity is not self.polarity or not self.valid_from <= at < self.valid_until:
             return False
-        if self.object.casefold().strip() == obj.casefold().strip():
-            return True
-        return spec.same_value(self.object, obj, self.valid_from, at)
+        return _states(spec, self.object, obj, self.valid_from, at)
 
     def to_json(self) -> list[str]:
         """JSON-ready form for the snapshot."""
@@ -154,10 +152,17 @@ def same_statement(
     """
     if record.chain_id != chain or record.polarity is not polarity:
         return False
-    if record.object.casefold().strip() == obj.casefold().strip():
-        return True
     spec = default_vocabulary().spec(attribute(record.subject, record.predicate))
-    return spec.same_value(record.object, obj, record.valid_from, said_at)
+    return _states(spec, record.object, obj, record.valid_from, said_at)
+
+
+def _states(
+    spec: PredicateSpec, held: str, obj: str, held_at: datetime, said_at: datetime | None
+) -> bool:
+    """Whether ``obj`` states the value ``held`` again: the same text, or the type's identity."""
+    if held.casefold().strip() == obj.casefold().strip():
+        return True
+    return spec.same_value(held, obj, held_at, said_at)
 
 
 class UserMemoryState:
