@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from schemas._base import Frozen
+from schemas._base import Frozen, Identifier
 from schemas.bounds import INT64_MAX
 
 
@@ -15,6 +15,9 @@ class SourceLineage(Frozen):
     offset: int = Field(ge=0, le=INT64_MAX)
     event_id: str
     turn_id: str | None = None
+    # Set when a human reviewer (the review console's operator) confirmed or
+    # rejected the item: who decided is part of where a memory came from.
+    reviewer_id: Identifier | None = None
 
     @property
     def trace_id(self) -> str:
