@@ -32,7 +32,7 @@ from schemas.ops import MemoryOperation, WorkingTurn
 
 if TYPE_CHECKING:  # the connectors import this module
     from connectors.namespace_dump import UserDump
-    from connectors.redis_memory import ErasureRecord
+    from connectors.redis_memory import ErasureRecord, ReviewEntry
 
 # docs/guarantees.md: "when a store's write latency goes over 200 ms or it is down,
 # operations go to a Redis spool instead".
@@ -181,6 +181,14 @@ class WorkingMemoryReader(Protocol):
 
     def erasures(self, tenant_id: str) -> list[ErasureRecord]:
         """The tenant's audited erasures, oldest first."""
+        ...
+
+    def pending_users(self, tenant_id: str) -> list[str]:
+        """The tenant's users with a pending queue, sorted (the review console lists them)."""
+        ...
+
+    def review_decisions(self, tenant_id: str) -> list[ReviewEntry]:
+        """The tenant's audited confirms and rejects, oldest first."""
         ...
 
 

@@ -17,6 +17,8 @@ Keys (``{ns}:`` only when a namespace is given, e.g. a replay's shadow namespace
     {ns}:ms:spool:{name}                      the same, for a named spool (one per store)
     {ns}:ms-audit:{tenant}:erasures           stream: one entry per store that applied an
                                               erase (ids and counts, never content)
+    {ns}:ms-audit:{tenant}:reviews            stream: one entry per confirm/reject applied
+                                              (ids, resolution, reviewer, never content)
 
 Idempotency: a turn replaces any entry with its turn_index before the list is
 trimmed; a status expires at ``op.at + ttl`` (absolute, so a replay sets the same
@@ -32,6 +34,12 @@ XRANGE and never reads another tenant's. A stream is append-only with
 server-ordered ids; it is never trimmed (an entry is ~300 bytes). An entry
 holds the erase event's id and lineage, the tenant and user ids, the store, how
 many items it removed and when: no memory content.
+
+Review audit (:class:`ReviewAudit`): every confirm or reject the writer applies
+appends the decision — pending id, confirmed/rejected, the action's event id
+and lineage, and the human reviewer when the review console sent it — to the
+tenant's ``reviews`` stream beside the erasures, in the same MULTI as the
+resolution itself, so a decision is never applied without its audit entry.
 """
 
 from __future__ import annotations
@@ -112,6 +120,10 @@ class RedisKeys:
         """The tenant's erasure audit stream (outside every user's key space)."""
         return f"{self.root}-audit:{tenant_id}:erasures"
 
+    def reviews(self, tenant_id: str) -> str:
+        """The tenant's review audit stream (outside every user's key space)."""
+        return f"{self.root}-audit:{tenant_id}:reviews"
+
     def spool(self, name: str | None = None) -> str:
         """The stream of spooled operations (of the spool called ``name``, if given)."""
         if name is None:
@@ -145,6 +157,7 @@ class RedisMemory(BatchingSink):
         self.pending_ttl = pending_ttl
         self.clock = clock
         self.audit = ErasureAudit(client, namespace=namespace, clock=clock)
+        self.reviews = ReviewAudit(client, namespace=namespace, clock=clock)
         self._add_pending = client.register_script(_ADD_PENDING)
         self._erase = client.register_script(_ERASE)
 
@@ -213,6 +226,7 @@ class RedisMemory(BatchingSink):
             pipe.zrem(pending, op.target_fact_id)
             pipe.hdel(f"{pending}:items", op.target_fact_id)
             pipe.hset(f"{pending}:resolved", op.target_fact_id, op.resolution)
+            pipe.xadd(self.keys.reviews(op.tenant_id), {"entry": self.reviews.describe(op)})
         # UPSERT_FACT / CLOSE_FACT: facts live in Chroma and Neo4j, not working memory.
 
     def _erase_user(self, op: MemoryOperation) -> None:
@@ -267,6 +281,20 @@ class RedisMemory(BatchingSink):
         """``confirmed`` / ``rejected`` once a pending fact was resolved, else None."""
         pending = self.keys.user(tenant_id, user_id, "pending")
         return cast(str | None, self.client.hget(f"{pending}:resolved", fact_id))
+
+    def pending_users(self, tenant_id: str) -> list[str]:
+        """The tenant's users with a pending queue (possibly of lapsed items only), sorted."""
+        prefix = self.keys.user(tenant_id, "")
+        users = set()
+        for name in self.client.scan_iter(match=f"{prefix}*:pending", count=500):
+            user = cast(str, name).removeprefix(prefix).removesuffix(":pending")
+            if ":" not in user:  # not a session's turns of a session called "pending"
+                users.add(user)
+        return sorted(users)
+
+    def review_decisions(self, tenant_id: str) -> list[ReviewEntry]:
+        """The tenant's audited confirms and rejects, oldest first (``ReviewAudit.entries``)."""
+        return self.reviews.entries(tenant_id)
 
 
 class ErasureEntry(Frozen):
@@ -377,6 +405,67 @@ class ErasureAudit:
                 )
             )
         return records
+
+
+class ReviewEntry(Frozen):
+    """One applied confirm or reject: ids, the resolution and who decided — no content."""
+
+    event_id: str
+    tenant_id: str
+    user_id: str
+    pending_id: str
+    resolution: str  # confirmed | rejected
+    reviewer_id: str | None = Field(
+        default=None, description="The review console's reviewer; None for the user's own call."
+    )
+    lineage: SourceLineage
+    decided_at: AwareDatetime = Field(description="Event time of the confirm/reject action.")
+    applied_at: AwareDatetime = Field(description="When working memory applied it.")
+
+
+class ReviewAudit:
+    """The per-tenant review audit stream: appended by the Redis writer, listed by operators."""
+
+    def __init__(
+        self,
+        client: redis.Redis,
+        *,
+        namespace: str | None = None,
+        clock: Callable[[], datetime] = _utcnow,
+    ) -> None:
+        """The audit of ``namespace`` (the writer's namespace) on ``client``."""
+        self.client = client
+        self.keys = RedisKeys(namespace)
+        self.clock = clock
+
+    def describe(self, op: MemoryOperation) -> str:
+        """The entry of applying the RESOLVE_PENDING ``op`` now, as JSON."""
+        if op.op_type is not OpType.RESOLVE_PENDING or not op.target_fact_id or not op.resolution:
+            raise ValueError(f"{op.op_id} is {op.op_type.value}, not a resolution")
+        entry = ReviewEntry(
+            event_id=op.lineage.event_id,
+            tenant_id=op.tenant_id,
+            user_id=op.user_id,
+            pending_id=op.target_fact_id,
+            resolution=op.resolution,
+            reviewer_id=op.lineage.reviewer_id,
+            lineage=op.lineage,
+            decided_at=op.at,
+            applied_at=self.clock(),
+        )
+        return entry.model_dump_json()
+
+    def entries(self, tenant_id: str) -> list[ReviewEntry]:
+        """The tenant's decisions, oldest first, once each (a re-applied batch appends twice)."""
+        raw = cast(
+            list[tuple[str, dict[str, str]]],
+            self.client.xrange(self.keys.reviews(tenant_id), "-", "+"),
+        )
+        seen: dict[str, ReviewEntry] = {}
+        for _, fields in raw:
+            entry = ReviewEntry.model_validate_json(fields["entry"])
+            seen.setdefault(f"{entry.event_id}\x1f{entry.pending_id}", entry)
+        return list(seen.values())
 
 
 class RedisSpool:

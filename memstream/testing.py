@@ -36,6 +36,7 @@ from connectors.redis_memory import (
     ErasureAudit,
     ErasureEntry,
     ErasureRecord,
+    ReviewEntry,
     _hold_reason,
 )
 from schemas._base import Scalar
@@ -348,6 +349,7 @@ class InMemoryWorking(_InMemorySink):
         self.status: dict[User, dict[str, tuple[Scalar, datetime]]] = {}
         self.queue: dict[User, dict[str, _Pending]] = {}
         self.resolved: dict[User, dict[str, str]] = {}
+        self.decisions: list[ReviewEntry] = []
 
     def _apply_one(self, op: MemoryOperation) -> None:
         user = (op.tenant_id, op.user_id)
@@ -370,6 +372,22 @@ class InMemoryWorking(_InMemorySink):
         elif op.op_type is OpType.RESOLVE_PENDING and op.target_fact_id and op.resolution:
             self.queue.get(user, {}).pop(op.target_fact_id, None)
             self.resolved.setdefault(user, {})[op.target_fact_id] = op.resolution
+            entry = ReviewEntry(
+                event_id=op.lineage.event_id,
+                tenant_id=op.tenant_id,
+                user_id=op.user_id,
+                pending_id=op.target_fact_id,
+                resolution=op.resolution,
+                reviewer_id=op.lineage.reviewer_id,
+                lineage=op.lineage,
+                decided_at=op.at,
+                applied_at=self.clock(),
+            )
+            if all(
+                (e.event_id, e.pending_id) != (entry.event_id, entry.pending_id)
+                for e in self.decisions
+            ):
+                self.decisions.append(entry)
         elif op.op_type is OpType.ERASE_USER:
             # Counted as the Redis writer counts its keys: one per session's turns,
             # per status, and the pending queue, its items and its resolutions.
@@ -414,6 +432,14 @@ class InMemoryWorking(_InMemorySink):
     def erasures(self, tenant_id: str) -> list[ErasureRecord]:
         """The tenant's audited erasures, oldest first (every store's counts)."""
         return self.audit.erasures(tenant_id)
+
+    def pending_users(self, tenant_id: str) -> list[str]:
+        """The tenant's users with a pending queue, sorted."""
+        return sorted(user for tenant, user in self.queue if tenant == tenant_id)
+
+    def review_decisions(self, tenant_id: str) -> list[ReviewEntry]:
+        """The tenant's applied confirms and rejects, oldest first, once each."""
+        return [entry for entry in self.decisions if entry.tenant_id == tenant_id]
 
     def users(self) -> set[User]:
         """Every (tenant, user) with something in working memory."""

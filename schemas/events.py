@@ -69,8 +69,20 @@ class ActionType(StrEnum):
     FORGET_USER = "forget_user"
 
 
+# The properties of a confirm_memory / reject_memory action that the review
+# console sets: who decided (it goes into the lineage of what the decision
+# writes) and, for an edit-and-confirm, the corrected object value.
+REVIEWER_PROPERTY = "reviewer_id"
+EDITED_OBJECT_PROPERTY = "object"
+
+
 class UserAction(_InputEvent):
-    """A user (or agent-on-behalf-of-user) action (topic ``user.actions``)."""
+    """A user (or agent-on-behalf-of-user) action (topic ``user.actions``).
+
+    ``properties`` carries an action's details: a store_memory's triple, a
+    purchase's item name, or a human reviewer's ``REVIEWER_PROPERTY`` and
+    ``EDITED_OBJECT_PROPERTY`` on a confirm_memory / reject_memory.
+    """
 
     session_id: Identifier | None = None
     action_type: ActionType

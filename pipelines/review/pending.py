@@ -17,10 +17,14 @@ from pipelines.review.config import ReviewConfig
 from pipelines.review.rules import ReviewRules
 from pipelines.review.state import PendingCause, PendingItem, UserMemoryState
 from pipelines.route import AddPending, Decision, ResolvePending
-from schemas.events import ActionType, UserAction
+from schemas.events import EDITED_OBJECT_PROPERTY, REVIEWER_PROPERTY, ActionType, UserAction
+from schemas.ids import fact_id
+from schemas.lineage import SourceLineage
 from schemas.memory import MemoryRecord, MemoryState, ReviewOutcome, ReviewStage, Tier
 
 _EARLY_STAGES = (ReviewStage.FACT_CHECK, ReviewStage.TIMELINESS)
+# schemas.memory.MemoryRecord.object's bound.
+MAX_OBJECT_CHARS = 1024
 
 
 def hold(
@@ -96,16 +100,58 @@ def resolve_action(
         state.count("rejected")
         return [ResolvePending(item.record.fact_id, confirmed=False)]
     state.count("confirmed")
-    record = confirmed_by(item.record, action.event_id, config.max_confirmed_by)
+    record = confirmed_by(reviewed(item.record, action), action.event_id, config.max_confirmed_by)
+    reviewer = reviewer_of(action)
+    by = f"reviewer {reviewer}" if reviewer else "user"
+    edited = record.object != item.record.object
     outcome = ReviewOutcome(
         stage=ReviewStage.HITL,
         decision="confirmed",
-        reason=f"confirmed by user action {action.event_id}",
+        reason=f"confirmed by {by} action {action.event_id}"
+        + (f", value corrected from {item.record.object!r}" if edited else ""),
     )
     return [
-        ResolvePending(record.fact_id, confirmed=True),
+        ResolvePending(item.record.fact_id, confirmed=True),
         *_commit_pending(config, rules, state, item, record, outcome, at),
     ]
+
+
+def reviewer_of(action: UserAction) -> str | None:
+    """The human reviewer who sent a confirm/reject, if the review console did."""
+    value = action.properties.get(REVIEWER_PROPERTY)
+    return value if isinstance(value, str) and value else None
+
+
+def reviewed(record: MemoryRecord, action: UserAction) -> MemoryRecord:
+    """``record`` as the confirming ``action`` leaves it: its reviewer, its corrected value.
+
+    A corrected value is another statement, so another version id (still of the
+    turn that said it: the lineage stays the source turn's).
+    """
+    update: dict[str, object] = {}
+    reviewer = reviewer_of(action)
+    if reviewer is not None:
+        # SourceLineage validates the id: a malformed one fails the event (dead letter).
+        update["lineage"] = SourceLineage.model_validate(
+            {**record.lineage.model_dump(), "reviewer_id": reviewer}
+        )
+    edited = action.properties.get(EDITED_OBJECT_PROPERTY)
+    if edited is not None:
+        value = edited.strip() if isinstance(edited, str) else ""
+        if not value or len(value) > MAX_OBJECT_CHARS:
+            raise ValueError(
+                f"confirm_memory's properties.{EDITED_OBJECT_PROPERTY} must be "
+                f"1-{MAX_OBJECT_CHARS} characters of text"
+            )
+        if value != record.object:
+            update |= {
+                "object": value,
+                "text": "",  # the held statement's text says the old value
+                "fact_id": fact_id(
+                    record.chain_id, record.lineage.event_id, value, record.polarity.value
+                ),
+            }
+    return record.model_copy(update=update) if update else record
 
 
 def _commit_pending(

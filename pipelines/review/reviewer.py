@@ -20,7 +20,7 @@ from typing import NamedTuple
 from pipelines.review.commit import commit
 from pipelines.review.config import ReviewConfig
 from pipelines.review.gate import Gate, hitl
-from pipelines.review.pending import hold, resolve_action
+from pipelines.review.pending import hold, resolve_action, reviewer_of
 from pipelines.review.rules import Contradiction, ReviewRules, attribute, load_rules
 from pipelines.review.state import PendingCause, UserMemoryState, same_statement
 from pipelines.review.timeliness import expiry
@@ -133,6 +133,17 @@ class Reviewer:
         encodings: Sequence[Encoding | None] | None = None,
     ) -> list[MemoryOperation]:
         """A user action: confirm/reject a pending item, forget the user, or facts."""
+        reviewer = (
+            reviewer_of(event)
+            if event.action_type in (ActionType.CONFIRM_MEMORY, ActionType.REJECT_MEMORY)
+            else None
+        )
+        if reviewer is not None:
+            # Every operation of a reviewer's decision names the reviewer (the
+            # review audit reads it from the resolution's lineage).
+            lineage = SourceLineage.model_validate(
+                {**lineage.model_dump(), "reviewer_id": reviewer}
+            )
 
         def decide(at: datetime) -> list[Decision]:
             match event.action_type:
