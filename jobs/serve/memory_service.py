@@ -47,9 +47,10 @@ from pipelines.context import render_context
 from pipelines.encode import Encoder
 from pipelines.recall import RecallWeights, query_values, render_statement, to_hit
 from pipelines.recall_index import terms
+from pipelines.review.pending import MAX_OBJECT_CHARS
 from pipelines.time_focus import time_focus
 from schemas._base import Identifier
-from schemas.events import ActionType, UserAction
+from schemas.events import EDITED_OBJECT_PROPERTY, REVIEWER_PROPERTY, ActionType, UserAction
 from schemas.hits import SearchHit
 from schemas.memory import MemoryKind, MemoryState, Polarity, Tier
 from schemas.query import (
@@ -404,13 +405,33 @@ class MemoryService:
         return self.stores.redis.erasures(tenant_id)
 
     # -- actions (events, never direct writes) --------------------------------
-    def confirm(self, tenant_id: str, user_id: str, pending_id: str) -> ActionReceipt:
-        """Publish a confirm_memory action for one of this user's pending items."""
-        return self._resolve(ActionType.CONFIRM_MEMORY, tenant_id, user_id, pending_id)
+    def confirm(
+        self,
+        tenant_id: str,
+        user_id: str,
+        pending_id: str,
+        *,
+        reviewer_id: str | None = None,
+        object: str | None = None,  # noqa: A002 - the triple's field name everywhere in memstream
+    ) -> ActionReceipt:
+        """Publish a confirm_memory action for one of this user's pending items.
 
-    def reject(self, tenant_id: str, user_id: str, pending_id: str) -> ActionReceipt:
+        ``reviewer_id``: the human reviewer deciding (the review console);
+        ``object``: a corrected value to commit instead of the held one.
+        """
+        properties: dict[str, Any] = {}
+        if reviewer_id is not None:
+            properties[REVIEWER_PROPERTY] = reviewer_id
+        if object is not None:
+            properties[EDITED_OBJECT_PROPERTY] = object
+        return self._resolve(ActionType.CONFIRM_MEMORY, tenant_id, user_id, pending_id, properties)
+
+    def reject(
+        self, tenant_id: str, user_id: str, pending_id: str, *, reviewer_id: str | None = None
+    ) -> ActionReceipt:
         """Publish a reject_memory action for one of this user's pending items."""
-        return self._resolve(ActionType.REJECT_MEMORY, tenant_id, user_id, pending_id)
+        properties = {REVIEWER_PROPERTY: reviewer_id} if reviewer_id is not None else {}
+        return self._resolve(ActionType.REJECT_MEMORY, tenant_id, user_id, pending_id, properties)
 
     def store(
         self,
@@ -445,9 +466,20 @@ class MemoryService:
 
     # -- helpers ---------------------------------------------------------------
     def _resolve(
-        self, action_type: ActionType, tenant_id: str, user_id: str, pending_id: str
+        self,
+        action_type: ActionType,
+        tenant_id: str,
+        user_id: str,
+        pending_id: str,
+        properties: dict[str, Any] | None = None,
     ) -> ActionReceipt:
+        properties = properties or {}
         _check_ids(tenant_id, user_id)
+        if REVIEWER_PROPERTY in properties:
+            _check_ids(properties[REVIEWER_PROPERTY])
+        edited = properties.get(EDITED_OBJECT_PROPERTY)
+        if edited is not None and not 1 <= len(edited.strip()) <= MAX_OBJECT_CHARS:
+            raise ValueError(f"the corrected value must be 1-{MAX_OBJECT_CHARS} characters")
         waiting = {hit.fact_id for hit in self.stores.redis.pending(tenant_id, user_id)}
         if pending_id not in waiting:
             raise UnknownPendingError(
@@ -455,7 +487,9 @@ class MemoryService:
             )
         # One id per (action, item): a retried call publishes the same event.
         event_id = f"{action_type.value}-{pending_id}"
-        action = self._action(action_type, tenant_id, user_id, target_id=pending_id)
+        action = self._action(
+            action_type, tenant_id, user_id, target_id=pending_id, properties=properties
+        )
         return self._publish(action.model_copy(update={"event_id": event_id}))
 
     def _action(
