@@ -190,6 +190,13 @@ class ApiSettings(_Section):
     keys: dict[str, str] = Field(default_factory=dict, repr=False)
     keys_file: Path | None = None  # a JSON object of key -> tenant
     mcp_key: SecretStr | None = None  # the key `memstream mcp` serves (its tenant)
+    # The review console's operator keys (jobs/serve/keys.py), never API keys:
+    # MEMSTREAM_API__OPERATOR_KEYS='{"<key>": "<tenant>/<reviewer>"}', merged
+    # with the file. None configured: `memstream serve` has no /review.
+    operator_keys: dict[str, str] = Field(default_factory=dict, repr=False)
+    operator_keys_file: Path | None = None  # a JSON object of key -> "<tenant>/<reviewer>"
+    # How many of a tenant's pending and held items the console lists, newest first.
+    review_max_items: int = Field(default=200, ge=1, le=10_000)
     # Rows of per-user recall indexes a serving process keeps in memory (least
     # recently used users go first): ~1.6 KB a row, so 500k ~ 0.8 GB.
     recall_cache_items: int = Field(default=500_000, ge=1)
