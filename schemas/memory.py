@@ -127,6 +127,11 @@ class ReviewOutcome(Frozen):
     stage: ReviewStage
     decision: str = Field(description="e.g. pass, hold, ttl, new_version, merge, commit, pending")
     reason: str = ""
+    cause: str | None = Field(
+        default=None,
+        description="Why a pending item waits for a human (the HITL gate's pending decision): "
+        "contradiction, low_confidence, not_user, invalid_value, sources_disagree or late.",
+    )
 
 
 class Encoding(Frozen):

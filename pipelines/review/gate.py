@@ -53,7 +53,14 @@ def hitl(
     conf = fact.confidence
 
     def decide(gate: Gate, reason: str, cause: PendingCause | None = None) -> GateDecision:
-        outcome = ReviewOutcome(stage=ReviewStage.HITL, decision=gate.value, reason=reason)
+        # The cause travels with the held record, so whoever lists the queue
+        # (the review console) reads it rather than parsing the reason.
+        outcome = ReviewOutcome(
+            stage=ReviewStage.HITL,
+            decision=gate.value,
+            reason=reason,
+            cause=None if cause is None else cause.value,
+        )
         return GateDecision(gate, cause, outcome)
 
     user_voice = fact.asserted_by in _USER_VOICES
