@@ -32,7 +32,7 @@ from schemas.ops import MemoryOperation, WorkingTurn
 
 if TYPE_CHECKING:  # the connectors import this module
     from connectors.namespace_dump import UserDump
-    from connectors.redis_memory import ErasureRecord, ReviewEntry
+    from connectors.redis_memory import ErasureRecord, PendingEntry, ReviewEntry
 
 # docs/guarantees.md: "when a store's write latency goes over 200 ms or it is down,
 # operations go to a Redis spool instead".
@@ -181,6 +181,12 @@ class WorkingMemoryReader(Protocol):
 
     def erasures(self, tenant_id: str) -> list[ErasureRecord]:
         """The tenant's audited erasures, oldest first."""
+        ...
+
+    def pending_items(
+        self, tenant_id: str, user_id: str, at: datetime | None = None
+    ) -> list[PendingEntry]:
+        """The queued records (with their review outcomes), soonest expiry first."""
         ...
 
     def pending_users(self, tenant_id: str) -> list[str]:

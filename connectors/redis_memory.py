@@ -263,19 +263,25 @@ class RedisMemory(BatchingSink):
         ``extra`` holds the ``reason`` the review held the fact for and its
         ``expires_at`` (ISO 8601).
         """
+        return [
+            SearchHit.from_record(
+                item.record,
+                Tier.WORKING,
+                extra={"reason": item.reason, "expires_at": item.expires_at.isoformat()},
+            )
+            for item in self.pending_items(tenant_id, user_id, at)
+        ]
+
+    def pending_items(
+        self, tenant_id: str, user_id: str, at: datetime | None = None
+    ) -> list[PendingEntry]:
+        """The queued records themselves (review outcomes included), soonest expiry first."""
         pending = self.keys.user(tenant_id, user_id, "pending")
         moment = (at or self.clock()).timestamp()
         ids = cast(list[str], self.client.zrangebyscore(pending, f"({moment}", "+inf"))
         items = cast(list[str | None], self.client.hmget(f"{pending}:items", ids)) if ids else []
-        hits = []
-        for item in items:
-            if item is None:  # resolved between the two reads
-                continue
-            data = json.loads(item)
-            record = MemoryRecord.model_validate(data["record"])
-            extra: dict[str, Scalar] = {"reason": data["reason"], "expires_at": data["expires_at"]}
-            hits.append(SearchHit.from_record(record, Tier.WORKING, extra=extra))
-        return hits
+        # None: resolved between the two reads.
+        return [PendingEntry.model_validate_json(item) for item in items if item is not None]
 
     def resolution(self, tenant_id: str, user_id: str, fact_id: str) -> str | None:
         """``confirmed`` / ``rejected`` once a pending fact was resolved, else None."""
@@ -295,6 +301,14 @@ class RedisMemory(BatchingSink):
     def review_decisions(self, tenant_id: str) -> list[ReviewEntry]:
         """The tenant's audited confirms and rejects, oldest first (``ReviewAudit.entries``)."""
         return self.reviews.entries(tenant_id)
+
+
+class PendingEntry(Frozen):
+    """One queued pending item as stored: the held record, why, and when it lapses."""
+
+    record: MemoryRecord
+    reason: str
+    expires_at: AwareDatetime
 
 
 class ErasureEntry(Frozen):

@@ -36,6 +36,7 @@ from connectors.redis_memory import (
     ErasureAudit,
     ErasureEntry,
     ErasureRecord,
+    PendingEntry,
     ReviewEntry,
     _hold_reason,
 )
@@ -432,6 +433,20 @@ class InMemoryWorking(_InMemorySink):
     def erasures(self, tenant_id: str) -> list[ErasureRecord]:
         """The tenant's audited erasures, oldest first (every store's counts)."""
         return self.audit.erasures(tenant_id)
+
+    def pending_items(
+        self, tenant_id: str, user_id: str, at: datetime | None = None
+    ) -> list[PendingEntry]:
+        """The queued records (with their review outcomes), soonest expiry first."""
+        moment = at or self.clock()
+        queue = self.queue.get((tenant_id, user_id), {})
+        items = sorted(
+            (p for p in queue.values() if p.expires_at > moment),
+            key=lambda p: (p.expires_at, p.record.fact_id),
+        )
+        return [
+            PendingEntry(record=p.record, reason=p.reason, expires_at=p.expires_at) for p in items
+        ]
 
     def pending_users(self, tenant_id: str) -> list[str]:
         """The tenant's users with a pending queue, sorted."""

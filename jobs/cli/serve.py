@@ -20,7 +20,13 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.console import Console
 
-from jobs.serve.keys import ApiKeyError, ApiKeyring, load_keyring
+from jobs.serve.keys import (
+    ApiKeyError,
+    ApiKeyring,
+    OperatorKeyring,
+    load_keyring,
+    load_operator_keyring,
+)
 from memstream.settings import get_settings
 
 if TYPE_CHECKING:
@@ -71,6 +77,28 @@ def _keyring(keys_file: Path | None) -> ApiKeyring:
     return keyring
 
 
+OperatorKeysFile = Annotated[
+    Path | None,
+    typer.Option(
+        "--operator-keys-file",
+        exists=True,
+        dir_okay=False,
+        help='JSON object of operator key -> "<tenant>/<reviewer>": serves /review.',
+    ),
+]
+
+
+def _operator_keyring(keys_file: Path | None, api_keys: ApiKeyring) -> OperatorKeyring:
+    try:
+        api = get_settings().api
+        return load_operator_keyring(
+            api.operator_keys, keys_file or api.operator_keys_file, api_keys
+        )
+    except ApiKeyError as exc:
+        _err.print(f"error: {exc}", markup=False)
+        raise typer.Exit(EXIT_USAGE) from None
+
+
 def _service() -> MemoryService:
     from jobs.serve.memory_service import MemoryService
 
@@ -83,11 +111,13 @@ def serve(
     host: Annotated[str, typer.Option(help="Interface to listen on.")] = DEFAULT_HOST,
     port: Annotated[int, typer.Option(min=1, max=65535, help="TCP port.")] = DEFAULT_PORT,
     log_level: Annotated[str, typer.Option(help="uvicorn log level.")] = "info",
+    operator_keys_file: OperatorKeysFile = None,
 ) -> None:
     """Serve the HTTP API (OpenAPI at /openapi.json, docs at /docs) until Ctrl-C.
 
     Also /metrics (Prometheus) and /dashboard (consumer lag and throughput,
-    sampled every settings metrics.lag_interval_s), neither needing a key.
+    sampled every settings metrics.lag_interval_s), neither needing a key;
+    with operator keys, /review (the human review console, jobs/serve/review.py).
     """
     import uvicorn
 
@@ -97,6 +127,7 @@ def serve(
     from jobs.serve.dashboard import LagSampler
 
     keyring = _keyring(keys_file)
+    operators = _operator_keyring(operator_keys_file, keyring)
     settings = get_settings()
     metrics = settings.metrics
     sampler = LagSampler(
@@ -105,10 +136,16 @@ def serve(
         metrics.lag_interval_s,
         metrics.lag_history,
     ).start()
-    app = create_app(_service(), keyring, sampler)
+    service = _service()
+    app = create_app(service, keyring, sampler)
+    if len(operators):
+        from jobs.serve.review import ReviewConsole, add_review
+
+        add_review(app, ReviewConsole(service, settings.api.review_max_items), operators)
     _err.print(
         f"memstream API on http://{host}:{port}/docs ({len(keyring)} key(s)), "
         f"dashboard on http://{host}:{port}/dashboard"
+        + (f", review console on http://{host}:{port}/review" if len(operators) else "")
     )
     try:
         uvicorn.run(app, host=host, port=port, log_level=log_level)
