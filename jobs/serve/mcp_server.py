@@ -9,18 +9,26 @@ Arguments are validated by the same constrained types as the HTTP API
 
 Tools run the (synchronous, I/O-bound) service in a worker thread so that one
 slow recall does not stall the other sessions of an HTTP transport.
+
+The streamable HTTP transport of mcp 1.x parses a body with ``json.loads`` and
+answers a ``RecursionError`` (JSON nested a thousand deep) with a 500; such a
+body is refused here with the 400 parse error every other unparseable body gets.
 """
 
 from __future__ import annotations
 
+import json
 from functools import partial
 from typing import Annotated, Literal
 
 import anyio.to_thread
 from mcp.server.fastmcp import FastMCP
 from mcp.server.fastmcp.exceptions import ToolError
-from mcp.types import ToolAnnotations
+from mcp.types import PARSE_ERROR, ToolAnnotations
 from pydantic import AwareDatetime, Field
+from starlette.applications import Starlette
+from starlette.responses import JSONResponse
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from jobs.serve.api import (
     MemoryQueries,
@@ -53,12 +61,59 @@ _WRITE = ToolAnnotations(readOnlyHint=False, destructiveHint=False, openWorldHin
 UserArg = Annotated[Identifier, Field(description="The user, within this server's tenant.")]
 
 
+class _RefuseTooDeepJson:
+    """ASGI middleware: a POST body nested past the JSON parser's recursion limit is a 400."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["method"] != "POST":
+            await self.app(scope, receive, send)
+            return
+        chunks: list[bytes] = []
+        while True:
+            message = await receive()
+            if message["type"] != "http.request":  # the client went away mid-body
+                return
+            chunks.append(message.get("body", b""))
+            if not message.get("more_body", False):
+                break
+        body = b"".join(chunks)
+        try:
+            json.loads(body)
+        except RecursionError:
+            error = {"code": PARSE_ERROR, "message": "Parse error: nested too deeply"}
+            refusal = JSONResponse({"jsonrpc": "2.0", "id": None, "error": error}, status_code=400)
+            await refusal(scope, receive, send)
+            return
+        except ValueError:
+            pass  # the transport answers every other unparseable body itself
+        replayed = False
+
+        async def replay() -> Message:
+            nonlocal replayed
+            if replayed:
+                return await receive()
+            replayed = True
+            return {"type": "http.request", "body": body, "more_body": False}
+
+        await self.app(scope, replay, send)
+
+
+class _MemstreamMCP(FastMCP):
+    def streamable_http_app(self) -> Starlette:
+        app = super().streamable_http_app()
+        app.add_middleware(_RefuseTooDeepJson)
+        return app
+
+
 def build_mcp_server(service: MemoryQueries, tenant_id: str, *, host: str, port: int) -> FastMCP:
     """A FastMCP server whose tools all act on ``tenant_id``.
 
     ``host``/``port`` are where the HTTP transports listen (stdio ignores them).
     """
-    server = FastMCP(SERVER_NAME, instructions=_INSTRUCTIONS, host=host, port=port)
+    server = _MemstreamMCP(SERVER_NAME, instructions=_INSTRUCTIONS, host=host, port=port)
 
     @server.tool(annotations=_READ_ONLY)
     async def search(

@@ -28,6 +28,7 @@ from api_helpers import (
     seed_user,
 )
 from fastapi.testclient import TestClient
+from hostile_inputs import B_ONLY, GUESSED_PENDING, INJECTIONS, ODD_VALID_USERS, SHARED
 from mcp.server.fastmcp import FastMCP
 from tier_ops import op
 
@@ -42,22 +43,6 @@ from schemas.memory import Tier
 from schemas.ops import OpType
 from schemas.query import ActionReceipt, MemorySnapshot
 from schemas.topics import USER_ACTIONS
-
-SHARED = "shared"
-B_ONLY = "b-only"
-GUESSED_PENDING = f"f_{'0' * 24}"
-# Strings that would widen a match if they reached a store unparameterised.
-CYPHER = [
-    "' OR 1=1 //",
-    '"}) MATCH (n) DETACH DELETE n //',
-    "x` RETURN n UNION MATCH (n) RETURN n //",
-    "$tenant_id",
-    "user\nMATCH (n) RETURN n",
-]
-REDIS_PATTERNS = ["*", "?", "[a-z]*", f"{SHARED}*", f"{SHARED}:*", "ms:*", "..", ".", ":"]
-INJECTIONS = CYPHER + REDIS_PATTERNS + ["%2A", "../b-only", "\x00", "🙂" * 10]
-# Identifier-valid user ids that look like traversal or patterns: reach a store.
-ODD_VALID_USERS = ["..", ".", "-", "@", "_", "..shared", f"{SHARED}.."]
 
 
 @pytest.fixture(scope="module")
