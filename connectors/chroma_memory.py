@@ -132,6 +132,7 @@ def _metadata(record: MemoryRecord, last_retrieved_at: float) -> Metadata:
         "intent": record.intent,
         "supersedes": record.supersedes,
         "lineage_turn_id": record.lineage.turn_id,
+        "lineage_reviewer_id": record.lineage.reviewer_id,
     }
     meta.update({key: value for key, value in optional.items() if value is not None})
     return meta
@@ -167,6 +168,7 @@ def _hit(
                 "offset": meta["lineage_offset"],
                 "event_id": meta["lineage_event_id"],
                 "turn_id": meta.get("lineage_turn_id"),
+                "reviewer_id": meta.get("lineage_reviewer_id"),
             },
             "score": score,
             "extra": {"last_retrieved_at": meta["last_retrieved_at"]},

@@ -89,6 +89,7 @@ def _row(record: MemoryRecord) -> dict[str, Any]:
         "lineage_event_id": record.lineage.event_id,
         # None removes the property (SET +=), so a replay converges on the record.
         "lineage_turn_id": record.lineage.turn_id,
+        "lineage_reviewer_id": record.lineage.reviewer_id,
     }
     return {
         "tenant_id": record.tenant_id,
@@ -125,6 +126,7 @@ def _hit(node: Mapping[str, Any]) -> SearchHit:
                 "offset": f["lineage_offset"],
                 "event_id": f["lineage_event_id"],
                 "turn_id": f.get("lineage_turn_id"),
+                "reviewer_id": f.get("lineage_reviewer_id"),
             },
             "extra": {"confidence": f["confidence"], "state": f["state"]},
         }
