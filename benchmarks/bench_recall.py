@@ -32,17 +32,21 @@ Neo4j are read under a private namespace that holds nothing, so nothing is left.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import math
+import multiprocessing
 import socket
 import statistics
 import tempfile
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
+import httpx
 import numpy as np
 import numpy.typing as npt
 import torch
@@ -83,7 +87,11 @@ def unit_rows(rng: np.random.Generator, n: int) -> npt.NDArray[np.float32]:
 
 
 def item_ops(
-    tenant: str, start: int, vectors: npt.NDArray[np.float32], rng: np.random.Generator
+    tenant: str,
+    start: int,
+    vectors: npt.NDArray[np.float32],
+    rng: np.random.Generator,
+    user: str = USER,
 ) -> list[MemoryOperation]:
     """A user's items as the pipeline writes them: two episodes for every fact.
 
@@ -102,9 +110,9 @@ def item_ops(
         )
         if i % 3:
             said = Episode(
-                episode_id=ids.episode_id(tenant, USER, event_id),
+                episode_id=ids.episode_id(tenant, user, event_id),
                 tenant_id=tenant,
-                user_id=USER,
+                user_id=user,
                 session_id=f"s{i // 20}",
                 turn_index=i % 20,
                 role=Role.USER if i % 2 else Role.AGENT,
@@ -118,7 +126,7 @@ def item_ops(
                     op_id=ids.op_id(event_id, 0, OpType.UPSERT_EPISODE.value),
                     op_type=OpType.UPSERT_EPISODE,
                     tenant_id=tenant,
-                    user_id=USER,
+                    user_id=user,
                     tiers=[Tier.EPISODIC],
                     lineage=lineage,
                     at=at,
@@ -126,13 +134,13 @@ def item_ops(
                 )
             )
             continue
-        chain = ids.chain_id(tenant, USER, "user", f"{predicate}-{i}")
+        chain = ids.chain_id(tenant, user, "user", f"{predicate}-{i}")
         pending = i % 500 == 0
         record = MemoryRecord(
             fact_id=ids.fact_id(chain, event_id, obj, "affirmed"),
             chain_id=chain,
             tenant_id=tenant,
-            user_id=USER,
+            user_id=user,
             session_id="s1",
             subject="user",
             predicate=predicate,
@@ -153,7 +161,7 @@ def item_ops(
                 op_id=ids.op_id(event_id, 0, kind.value),
                 op_type=kind,
                 tenant_id=tenant,
-                user_id=USER,
+                user_id=user,
                 tiers=list(record.tiers),
                 lineage=lineage,
                 at=at,
@@ -172,6 +180,13 @@ def percentiles(samples: list[float]) -> tuple[float, float]:
 @contextmanager
 def http_server(service: MemoryService, tenant: str) -> Iterator[MemoryClient]:
     """The HTTP API (``jobs.serve.api``) under uvicorn on a free local port; a client of it."""
+    with serving(service, tenant) as url, MemoryClient.over_http(url, API_KEY) as client:
+        yield client
+
+
+@contextmanager
+def serving(service: MemoryService, tenant: str) -> Iterator[str]:
+    """The HTTP API (``jobs.serve.api``) under uvicorn on a free local port; its URL."""
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
@@ -182,11 +197,65 @@ def http_server(service: MemoryService, tenant: str) -> Iterator[MemoryClient]:
     while not server.started:
         time.sleep(0.05)
     try:
-        with MemoryClient.over_http(f"http://127.0.0.1:{port}", API_KEY) as client:
-            yield client
+        yield f"http://127.0.0.1:{port}"
     finally:
         server.should_exit = True
         thread.join()
+
+
+async def _drive(
+    url: str, users: list[str], queries: list[str], clients: int, seconds: float
+) -> tuple[list[float], int]:
+    """``clients`` closed-loop clients, each recalling for a new user and query every time."""
+    latencies: list[float] = []
+    failures = 0
+    deadline = time.perf_counter() + seconds
+    limits = httpx.Limits(max_connections=clients, max_keepalive_connections=clients)
+    headers = {"Authorization": f"Bearer {API_KEY}"}
+    async with httpx.AsyncClient(
+        base_url=url, headers=headers, timeout=60.0, limits=limits
+    ) as http:
+
+        async def client(first: int) -> None:
+            nonlocal failures
+            i = first
+            while time.perf_counter() < deadline:
+                # A stride prime to the user count spreads each client over all users.
+                user, query = users[(i * 7919) % len(users)], queries[i % len(queries)]
+                started = time.perf_counter()
+                reply = await http.post(f"/v1/users/{user}/recall", json={"query": query, "k": 10})
+                latencies.append(time.perf_counter() - started)
+                failures += reply.status_code != 200
+                i += clients
+
+        await asyncio.gather(*(client(c) for c in range(clients)))
+    return latencies, failures
+
+
+def _load_process(
+    url: str,
+    users: list[str],
+    queries: list[str],
+    clients: int,
+    seconds: float,
+    out: multiprocessing.Queue[tuple[list[float], int]],
+) -> None:
+    out.put(asyncio.run(_drive(url, users, queries, clients, seconds)))
+
+
+def load_test(
+    url: str, users: list[str], queries: list[str], clients: int, seconds: float
+) -> tuple[list[float], int]:
+    """The clients in their own process, so they do not share the server's interpreter lock."""
+    context = multiprocessing.get_context("spawn")
+    out = context.Queue()
+    worker = context.Process(
+        target=_load_process, args=(url, users, queries, clients, seconds, out)
+    )
+    worker.start()
+    result: tuple[list[float], int] = out.get()
+    worker.join()
+    return result
 
 
 def timed(fn: Callable[[int], object], n: int) -> list[float]:
@@ -208,6 +277,13 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=50)
     parser.add_argument("-k", type=int, default=10)
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument(
+        "--load", action="store_true", help="also run the HTTP load test over many users"
+    )
+    parser.add_argument("--load-users", type=int, default=1_000, help="users of the load test")
+    parser.add_argument("--load-items", type=int, default=20, help="items per load-test user")
+    parser.add_argument("--load-clients", type=int, default=32, help="concurrent HTTP clients")
+    parser.add_argument("--load-seconds", type=float, default=30.0, help="load test duration")
     args = parser.parse_args()
     sizes = sorted(set(args.sizes) | ({100_000} if args.with_100k else set()))
 
@@ -282,6 +358,9 @@ def main() -> None:
 
                 rows.append((size, "sdk over http", *percentiles(timed(http, args.queries))))
             rows.append((size, "numpy brute force", *percentiles(timed(brute, args.queries))))
+        load = None
+        if args.load:
+            load = run_load(args, service, opened, tenant, encoder, rng)
         neo4j.close()
 
     print(
@@ -296,6 +375,47 @@ def main() -> None:
         print(
             f"{size:>8,} items: first recall (reads the stores, builds the index) {seconds:.2f} s"
         )
+    if load is not None:
+        print(load)
+
+
+def run_load(
+    args: argparse.Namespace,
+    service: MemoryService,
+    stores: Iterable[Any],
+    tenant: str,
+    encoder: Encoder,
+    rng: np.random.Generator,
+) -> str:
+    """Fill ``--load-users`` users, warm their indexes, then load the HTTP API; a report."""
+    users = [f"load-{n:05d}" for n in range(args.load_users)]
+    started = time.perf_counter()
+    batch: list[MemoryOperation] = []
+    for n, user in enumerate(users):
+        start = 1_000_000 + n * args.load_items
+        batch += item_ops(tenant, start, unit_rows(rng, args.load_items), rng, user=user)
+    for store in stores:
+        store.write(batch)
+        store.flush()
+    written = time.perf_counter() - started
+    queries = [f"does the customer like {a} or {b}" for a in WORDS for b in WORDS if a != b]
+    started = time.perf_counter()
+    for user in users:  # the first recall of a user reads the stores and builds its index
+        service.recall(tenant, user, queries[0], k=args.k)
+    warmed = time.perf_counter() - started
+    # The server's "now" stays NOW; the query embeddings are not cached, so every
+    # request runs MiniLM, the revision check, the pending read and the ranking.
+    with serving(service, tenant) as url:
+        latencies, failures = load_test(url, users, queries, args.load_clients, args.load_seconds)
+    p50, p95 = percentiles(latencies)
+    rate = len(latencies) / args.load_seconds
+    return (
+        f"\nload test over HTTP: {args.load_users:,} users x {args.load_items} items"
+        f" (written in {written:.0f} s; first recall of every user {warmed:.0f} s),"
+        f" {args.load_clients} concurrent clients for {args.load_seconds:.0f} s\n"
+        f"{'recalls/s':>10} {'p50 ms':>8} {'p95 ms':>8} {'requests':>9} {'failed':>7}\n"
+        f"{rate:>10.0f} {p50:>8.1f} {p95:>8.1f} {len(latencies):>9,} {failures:>7}"
+    )
 
 
 if __name__ == "__main__":

@@ -202,11 +202,14 @@ def test_recall_marks_what_it_served_for_the_archive_once_a_day(
     apply(tiers, upsert(record("f-day", "monday")), add_pending(held))
 
     service.recall("acme", "u1", "which day, monday?", k=5)
+    service.wait_for_marks()  # marks are written after the reply, off the recall's path
     # Committed items are marked; a pending one is not Chroma's to keep.
     assert tiers.episodic.retrieved == {("acme", "f-day"): NOW}
     now[0] = NOW + timedelta(hours=3)
     service.recall("acme", "u1", "which day, monday?", k=5)
+    service.wait_for_marks()
     assert tiers.episodic.retrieved[("acme", "f-day")] == NOW  # within the day: no write
     now[0] = NOW + timedelta(days=2)
     service.recall("acme", "u1", "which day, monday?", k=5)
+    service.wait_for_marks()
     assert tiers.episodic.retrieved[("acme", "f-day")] == NOW + timedelta(days=2)
