@@ -30,7 +30,7 @@ from jobs.serve.review import ReviewConsole, add_review
 from memstream.testing import HashingEmbedder, InMemoryStores, RecordingPublisher
 from pipelines.episodes import episode_ops
 from pipelines.review import Reviewer, UserMemoryState
-from schemas.events import DialogueEvent, Role, UserAction
+from schemas.events import ActionType, DialogueEvent, Role, UserAction
 from schemas.facts import Assertor, ExtractedFact
 from schemas.lineage import SourceLineage
 from schemas.memory import MemoryState
@@ -367,3 +367,43 @@ def test_operator_keys_name_a_tenant_and_a_reviewer_and_are_never_api_keys(
         load_operator_keyring({key: "acme/alice"}, keys_file, ApiKeyring({}))
     loaded = load_operator_keyring({}, keys_file, ApiKeyring({}))
     assert loaded.operator_for(key) == Operator("globex", "bob")
+
+
+def _confirm(held: str, **properties: object) -> UserAction:
+    return UserAction(
+        event_id=f"confirm_memory-{held}",
+        tenant_id="acme",
+        user_id="u1",
+        ts=NOW,
+        action_type=ActionType.CONFIRM_MEMORY,
+        target_id=held,
+        properties=properties,
+    )
+
+
+@pytest.mark.parametrize(
+    "properties",
+    [{"reviewer_id": "has space"}, {"object": "   "}, {"object": 42}, {"object": "x" * 1025}],
+)
+def test_the_review_stage_refuses_a_malformed_decision_and_keeps_the_item(
+    flow: Flow, properties: dict[str, object]
+) -> None:
+    held = _vegan_then_bacon(flow)
+    with pytest.raises(ValueError):
+        flow.deliver(_confirm(held, **properties))  # the job dead-letters it
+    assert held in flow.states[("acme", "u1")].pending  # all or nothing: still waiting
+
+
+def test_every_pending_item_records_its_cause(flow: Flow, service: MemoryService) -> None:
+    flow.says(
+        "acme",
+        "u1",
+        "u1-e1",
+        "the agent says Lyon",
+        ("user", "lives_in", "lyon"),
+        asserted_by=Assertor.AGENT,
+        confidence=0.99,
+    )
+    (item,) = ReviewConsole(service).queue(ALICE).items
+    assert item.cause == "not_user"
+    assert item.contradicts == [] and item.chain == []
