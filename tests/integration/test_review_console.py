@@ -11,7 +11,8 @@ on Confirm publishes the API's ``confirm_memory`` event on ``user.actions``
 with the reviewer's id; read back from Kafka, it is applied by the review
 stage and the writers exactly as the ingest and sink jobs do, and the stores
 then hold the committed fact with the reviewer in its lineage and the
-decision in the review audit, which the reloaded page lists.
+decision in the review audit, which the reloaded page lists. An Edit &
+confirm commits the corrected value the same way.
 """
 
 from __future__ import annotations
@@ -410,3 +411,43 @@ def test_a_confirm_in_the_page_reaches_the_stores_with_the_reviewer(
     # The other tenant's queue is untouched.
     browser.open_console(server, globex)
     assert [item["pending"] for item in _page(browser)["items"]] == [globex.held]
+
+
+def test_edit_and_confirm_in_the_page_commits_the_corrected_value(
+    server: str,
+    world: tuple[Flow, Tenant, Tenant],
+    browser: Browser,
+    stores: MemoryStores,
+    kafka_bootstrap: str,
+) -> None:
+    flow, _, globex = world
+    corrected = f"veggie burger {globex.label}"
+    browser.open_console(server, globex)
+    article = f"document.querySelector('article[data-pending-id=\"{globex.held}\"]')"
+    browser.evaluate(
+        f"{article}.querySelector('input.corrected').value = {json.dumps(corrected)};"
+        f"{article}.querySelector('button.edit').click(); true"
+    )
+    browser.wait_for(f"{article}.dataset.state === 'confirmed'", "the edited confirmation")
+    (item,) = _page(browser)["items"]
+    receipt = ActionReceipt(
+        action_type="confirm_memory",
+        event_id=item["event"],
+        tenant_id=globex.tenant,
+        user_id=globex.user,
+        topic=item["topic"],
+        partition=int(item["partition"]),
+        offset=int(item["offset"]),
+        target_id=globex.held,
+    )
+    _, action = published_action(kafka_bootstrap, receipt)
+    assert action.properties == {"reviewer_id": "bob", "object": corrected}
+
+    flow.deliver(action, receipt.partition, receipt.offset)
+    snapshot = MemoryService(stores=stores).snapshot(globex.tenant, globex.user)
+    (ordered,) = [hit for hit in snapshot.facts if hit.predicate == "ordered"]
+    assert ordered.object == corrected and ordered.fact_id != globex.held
+    assert ordered.lineage is not None and ordered.lineage.reviewer_id == "bob"
+    assert snapshot.pending == []
+    (decision,) = stores.redis.review_decisions(globex.tenant)
+    assert (decision.pending_id, decision.reviewer_id) == (globex.held, "bob")
