@@ -49,6 +49,9 @@ MAX_KEY_CHARS: Final = 128
 # The longest text an agent may store (schemas.memory.MemoryRecord.text).
 MAX_VALUE_CHARS: Final = 4096
 MAX_CRM_FIELDS: Final = 256
+# A CRM field's value becomes a fact's object (schemas.facts.ExtractedFact,
+# schemas.memory.MemoryRecord), which holds at most this many characters.
+MAX_OBJECT_CHARS: Final = 1024
 
 
 def _json_integer(value: object) -> object:
@@ -171,6 +174,14 @@ _Value4: TypeAlias = (
     Scalar
     | Annotated[list[_Value3], Field(max_length=MAX_LIST_ITEMS)]
     | Annotated[dict[MapKey, _Value3], Field(max_length=MAX_MAP_KEYS)]
+)
+# A scalar that can become a fact's object as it is (a CRM field's old or new value).
+FactScalar: TypeAlias = (
+    Annotated[str, StringConstraints(max_length=MAX_OBJECT_CHARS)]
+    | _MapInt
+    | Annotated[float, Strict()]
+    | StrictBool
+    | None
 )
 ScalarMap = Annotated[dict[MapKey, Scalar], Field(max_length=MAX_MAP_KEYS)]
 # MAX_MAP_DEPTH levels of objects or lists: the map, then three below it.

@@ -12,9 +12,9 @@ from schemas.bounds import (
     MAX_CRM_FIELDS,
     Count64,
     EventTime,
+    FactScalar,
     JsonMap,
     MapKey,
-    Scalar,
     ScalarMap,
     SchemaVersion1,
 )
@@ -92,8 +92,10 @@ class UserAction(_InputEvent):
 
 
 class FieldChange(Frozen):
-    old: Scalar = None
-    new: Scalar = None
+    # Fact-object sized, not map-text sized: a longer value could only fail
+    # later, at extraction, as a processing error instead of a schema violation.
+    old: FactScalar = None
+    new: FactScalar = None
 
 
 class CrmWebhook(_InputEvent):

@@ -12,6 +12,7 @@ from typing import Literal
 from pydantic import AwareDatetime, Field
 
 from schemas._base import Frozen, Identifier
+from schemas.bounds import MAX_OBJECT_CHARS
 from schemas.memory import MemoryKind, Polarity
 
 
@@ -45,7 +46,7 @@ class ExtractedFact(Frozen):
     event_ts: AwareDatetime
     subject: str = Field(min_length=1, max_length=256)
     predicate: str = Field(min_length=1, max_length=128)
-    object: str = Field(max_length=1024)
+    object: str = Field(max_length=MAX_OBJECT_CHARS)
     polarity: Polarity = Polarity.AFFIRMED
     kind: MemoryKind = MemoryKind.FACT
     confidence: float = Field(ge=0.0, le=1.0)

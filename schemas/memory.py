@@ -29,6 +29,7 @@ from typing import Literal
 from pydantic import AwareDatetime, Field
 
 from schemas._base import Frozen, Identifier
+from schemas.bounds import MAX_OBJECT_CHARS
 from schemas.lineage import SourceLineage
 
 
@@ -163,7 +164,7 @@ class MemoryRecord(Frozen):
     session_id: str | None = None
     subject: str = Field(min_length=1, max_length=256)
     predicate: str = Field(min_length=1, max_length=128)
-    object: str = Field(max_length=1024)
+    object: str = Field(max_length=MAX_OBJECT_CHARS)
     polarity: Polarity = Polarity.AFFIRMED
     kind: MemoryKind = MemoryKind.FACT
     text: str = Field(default="", max_length=4096, description="Human-readable statement.")

@@ -68,6 +68,12 @@ def decode_event(topic: str, raw: bytes) -> InputEvent:
             DeadLetterReason.MALFORMED_JSON,
             f"malformed JSON at line {exc.lineno} column {exc.colno}: {exc.msg}",
         ) from None
+    except RecursionError:
+        # Arrays or objects nested past the parser's recursion limit: still a
+        # bad message, not a failure of the stage that reads it.
+        raise InvalidEvent(
+            DeadLetterReason.MALFORMED_JSON, "malformed JSON: nested too deeply to parse"
+        ) from None
     if not isinstance(data, dict):
         raise InvalidEvent(
             DeadLetterReason.SCHEMA_VIOLATION,

@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+from schemas.bounds import MAX_OBJECT_CHARS
 from schemas.deadletter import DeadLetterReason
 from schemas.events import CrmWebhook, DialogueEvent, UserAction
 from schemas.topics import CRM_WEBHOOKS, DIALOGUE_EVENTS, INPUT_TOPICS, USER_ACTIONS
@@ -80,6 +81,32 @@ def test_malformed_json_says_where(message: bytes) -> None:
     error = reject(DIALOGUE_EVENTS, message)
     assert error.reason is DeadLetterReason.MALFORMED_JSON
     assert "line 1 column" in error.detail
+
+
+@pytest.mark.parametrize("message", [b"[" * 100_000, b'{"a":' * 5_000 + b"1" + b"}" * 5_000])
+def test_json_nested_past_the_parser_is_malformed_not_a_crash(message: bytes) -> None:
+    # json.loads raises RecursionError here, which the worker's stages did not expect.
+    error = reject(DIALOGUE_EVENTS, message)
+    assert error.reason is DeadLetterReason.MALFORMED_JSON
+    assert "nested too deeply" in error.detail
+
+
+def test_a_crm_value_longer_than_a_fact_object_is_a_schema_violation() -> None:
+    webhook = {
+        "event_id": "c",
+        "tenant_id": "t",
+        "user_id": "u",
+        "source": "hubspot",
+        "entity": "contact",
+        "ts": "2026-03-02T11:21:00Z",
+    }
+    at_limit = {"phone": {"old": "5" * MAX_OBJECT_CHARS, "new": "6" * MAX_OBJECT_CHARS}}
+    assert isinstance(decode_event(CRM_WEBHOOKS, raw(webhook | {"changes": at_limit})), CrmWebhook)
+    for side in ("old", "new"):
+        past = {"phone": {side: "5" * (MAX_OBJECT_CHARS + 1)}}
+        error = reject(CRM_WEBHOOKS, raw(webhook | {"changes": past}))
+        assert error.reason is DeadLetterReason.SCHEMA_VIOLATION
+        assert f"changes.phone.{side}" in error.detail
 
 
 @pytest.mark.parametrize("data", [[GOOD_TURN], "text", 42, None])
