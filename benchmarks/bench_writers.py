@@ -4,6 +4,12 @@ For each store, in one run against the real services:
 
 - ``writer batched``   — the connector applying N operations in chunks of ``--chunk``;
 - ``writer replay``    — the same N operations again (idempotent: nothing changes);
+- ``mix batched``      — the pipeline's mix (``mixed_ops``: turns, episodes with
+  vectors, fact versions with closes and outdated marks, statuses, pending items,
+  erasures) as the sink feeds it; ``ops`` counts only the operations addressed to
+  the writer's tier (the writer skips the rest), so working-memory traffic does not
+  inflate the rate;
+- ``mix replay``       — the same mix again;
 - ``writer op-by-op``  — the connector with chunk size 1 (a smaller sample);
 - ``baseline``         — the plainest insert of the same data in the same chunks:
   pipelined HSET (Redis), ``collection.add`` (Chroma), ``UNWIND … CREATE`` (Neo4j).
@@ -44,6 +50,8 @@ from connectors.neo4j_memory import Neo4jMemory
 from connectors.protocols import MemorySink
 from connectors.redis_memory import RedisMemory
 from schemas import ids
+from schemas.episodes import Episode
+from schemas.events import Role
 from schemas.lineage import SourceLineage
 from schemas.memory import Encoding, MemoryKind, MemoryRecord, Tier
 from schemas.ops import MemoryOperation, OpType, StatusEntry, WorkingTurn
@@ -104,6 +112,119 @@ def fact_ops(tenant: str, n: int, rng: np.random.Generator) -> list[MemoryOperat
     return ops[:n]
 
 
+def mixed_ops(tenant: str, n: int, rng: np.random.Generator) -> list[MemoryOperation]:
+    """N operations in the pipeline's mix, each addressed to the tiers route.py gives it.
+
+    Per turn: the turn (working), its episode with a vector (episodic); two turns
+    in three carry a fact version (episodic and semantic) which, past a chain's
+    first version, closes the previous version and outdates that version's
+    episode. Every 5th turn also sets a status, every 7th queues a pending
+    item (working), and every 400th erases a user (all tiers).
+    """
+    working, both, all_tiers = [Tier.WORKING], [Tier.EPISODIC, Tier.SEMANTIC], list(Tier)
+    vectors = rng.standard_normal((n, DIM))
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    ops: list[MemoryOperation] = []
+    previous: dict[str, tuple[MemoryRecord, str]] = {}
+    for i in range(n):
+        user, at, event = f"u{i % USERS}", T0 + timedelta(minutes=i), f"e{i}"
+        vector = [float(v) for v in vectors[i]]
+        turn = WorkingTurn(session_id="s1", turn_index=i, role="user", text=f"turn {i}", ts=at)
+        ops.append(_op(OpType.APPEND_TURN, i, 0, tenant, user, at, tiers=working, turn=turn))
+        episode = Episode(
+            episode_id=ids.episode_id(tenant, user, event),
+            tenant_id=tenant,
+            user_id=user,
+            session_id="s1",
+            turn_index=i,
+            role=Role.USER,
+            text=f"turn {i} about topic{i % 13}",
+            ts=at,
+            lineage=_lineage(i),
+            vector=vector,
+        )
+        ops.append(
+            _op(
+                OpType.UPSERT_EPISODE,
+                i,
+                1,
+                tenant,
+                user,
+                at,
+                tiers=[Tier.EPISODIC],
+                episode=episode,
+            )
+        )
+        if i % 3 != 2:
+            subject = f"topic{(i // USERS) % 13}"
+            chain = ids.chain_id(tenant, user, subject, "is")
+            old = previous.get(chain)
+            record = _record(tenant, user, subject, i, at, vector, old[0] if old else None)
+            if old is not None:
+                closed = old[0].model_copy(update={"valid_until": at})
+                ops.append(
+                    _op(OpType.CLOSE_FACT, i, 2, tenant, user, at, tiers=both, record=closed)
+                )
+                ops.append(
+                    _op(
+                        OpType.OUTDATE_EPISODE,
+                        i,
+                        3,
+                        tenant,
+                        user,
+                        at,
+                        tiers=[Tier.EPISODIC],
+                        target_fact_id=old[1],
+                        superseded_by=episode.episode_id,
+                    )
+                )
+            ops.append(_op(OpType.UPSERT_FACT, i, 4, tenant, user, at, tiers=both, record=record))
+            previous[chain] = (record, episode.episode_id)
+        if i % 5 == 4:
+            status = StatusEntry(name=f"s{i % 7}", value=i, ttl_s=3600)
+            ops.append(_op(OpType.SET_STATUS, i, 5, tenant, user, at, tiers=working, status=status))
+        if i % 7 == 6:
+            pending = _record(tenant, user, f"maybe{i}", i, at, vector, None)
+            ops.append(
+                _op(OpType.ADD_PENDING, i, 6, tenant, user, at, tiers=working, record=pending)
+            )
+        if i % 400 == 399:
+            ops.append(_op(OpType.ERASE_USER, i, 7, tenant, user, at, tiers=all_tiers))
+            previous = {c: v for c, v in previous.items() if v[0].user_id != user}
+    return ops[:n]
+
+
+def _record(
+    tenant: str,
+    user: str,
+    subject: str,
+    i: int,
+    at: datetime,
+    vector: list[float],
+    old: MemoryRecord | None,
+) -> MemoryRecord:
+    chain = ids.chain_id(tenant, user, subject, "is")
+    return MemoryRecord(
+        fact_id=ids.fact_id(chain, f"e{i}", f"value{i}", "affirmed"),
+        chain_id=chain,
+        tenant_id=tenant,
+        user_id=user,
+        session_id="s1",
+        subject=subject,
+        predicate="is",
+        object=f"value{i}",
+        kind=MemoryKind.FACT,
+        text=f"{subject} is value{i}",
+        confidence=0.9,
+        valid_from=at,
+        recorded_at=at,
+        version=old.version + 1 if old else 1,
+        supersedes=old.fact_id if old else None,
+        lineage=_lineage(i),
+        encoding=Encoding(combined=vector),
+    )
+
+
 def working_ops(tenant: str, n: int) -> list[MemoryOperation]:
     """N working-memory operations: 4 turns for every status update."""
     ops = []
@@ -119,7 +240,14 @@ def working_ops(tenant: str, n: int) -> list[MemoryOperation]:
 
 
 def _op(
-    op_type: OpType, i: int, k: int, tenant: str, user: str, at: datetime, **payload: object
+    op_type: OpType,
+    i: int,
+    k: int,
+    tenant: str,
+    user: str,
+    at: datetime,
+    tiers: Sequence[Tier] = tuple(Tier),
+    **payload: object,
 ) -> MemoryOperation:
     return MemoryOperation.model_validate(
         {
@@ -127,7 +255,7 @@ def _op(
             "op_type": op_type,
             "tenant_id": tenant,
             "user_id": user,
-            "tiers": [Tier.WORKING, Tier.EPISODIC, Tier.SEMANTIC],
+            "tiers": list(tiers),
             "lineage": _lineage(i),
             "at": at,
             **payload,
@@ -150,6 +278,11 @@ def drive(sink: MemorySink, ops: Sequence[MemoryOperation], chunk: int) -> Calla
         sink.flush()
 
     return run
+
+
+def tier_ops(ops: Sequence[MemoryOperation], tier: Tier) -> int:
+    """How many of ``ops`` a writer of ``tier`` applies (it skips the others)."""
+    return sum(1 for op in ops if tier in op.tiers)
 
 
 def chunks(items: Sequence[T], size: int) -> list[Sequence[T]]:
@@ -219,9 +352,13 @@ def bench_chroma(
                     documents=[r.text for r in part],
                 )
 
+        mix = mixed_ops(tenant + "-mix", n, rng)
+        mine = tier_ops(mix, Tier.EPISODIC)
         return [
             timed("chroma", "writer batched", n, drive(sink(chunk), ops, chunk)),
             timed("chroma", "writer replay", n, drive(sink(chunk), ops, chunk)),
+            timed("chroma", "mix batched", mine, drive(sink(chunk), mix, chunk)),
+            timed("chroma", "mix replay", mine, drive(sink(chunk), mix, chunk)),
             timed("chroma", "writer op-by-op", small, drive(sink(1), ops[:small], 1)),
             timed("chroma", f"baseline add ({len(records)} items)", len(records), baseline),
         ]
@@ -249,13 +386,21 @@ def bench_neo4j(
                 "UNWIND $rows AS row CREATE (f:BenchFact) SET f = row", rows=list(part)
             )
 
+    mix = mixed_ops(tenant + "-mix", n, rng)
+    mine = tier_ops(mix, Tier.SEMANTIC)
     rows = [
         timed("neo4j", "writer batched", n, drive(sink(chunk), ops, chunk)),
         timed("neo4j", "writer replay", n, drive(sink(chunk), ops, chunk)),
+        timed("neo4j", "mix batched", mine, drive(sink(chunk), mix, chunk)),
+        timed("neo4j", "mix replay", mine, drive(sink(chunk), mix, chunk)),
         timed("neo4j", "writer op-by-op", small, drive(sink(1), ops[:small], 1)),
         timed("neo4j", "baseline UNWIND CREATE", n, baseline),
     ]
-    erase = [_op(OpType.ERASE_USER, 0, 100 + u, tenant, f"u{u}", T0) for u in range(USERS)]
+    erase = [
+        _op(OpType.ERASE_USER, 0, 100 + u, owner, f"u{u}", T0)
+        for owner in (tenant, tenant + "-mix")
+        for u in range(USERS)
+    ]
     drive(sink(chunk), erase, chunk)()
     driver.execute_query("MATCH (f:BenchFact {tenant_id: $t}) DELETE f", t=tenant)
     driver.close()
