@@ -22,32 +22,82 @@ CONSTRAINTS = (
     "CREATE INDEX ms_fact_supersedes IF NOT EXISTS FOR (f:Fact) ON (f.supersedes)",
 )
 
-# One row per fact version. A version already stored is updated in place; its
-# valid_until only ever goes from open to a time (a replayed upsert of a closed
-# version does not re-open it). A Fact node of another tenant with the same id is
-# left untouched (the WHERE after the MERGE).
-UPSERT_FACTS = """
-UNWIND $rows AS row
-MERGE (f:Fact {ns: $ns, fact_id: row.fact_id})
-  ON CREATE SET f.tenant_id = row.tenant_id
-WITH f, row WHERE f.tenant_id = row.tenant_id
-MERGE (u:User {ns: $ns, tenant_id: row.tenant_id, user_id: row.user_id})
-SET f += row.props, f.valid_until = coalesce(row.valid_until, f.valid_until)
-MERGE (u)-[:HAS_FACT]->(f)
-MERGE (s:Entity {ns: $ns, tenant_id: row.tenant_id, name: row.props.subject})
-MERGE (f)-[:ABOUT {role: 'subject'}]->(s)
-FOREACH (name IN CASE WHEN row.props.object = '' THEN [] ELSE [row.props.object] END |
-  MERGE (o:Entity {ns: $ns, tenant_id: row.tenant_id, name: name})
-  MERGE (f)-[:ABOUT {role: 'object'}]->(o))
-"""
+# A fact row travels as a list of plain values in this order, not as a map of
+# Neo4j DateTimes: the Python driver packs every map key and every DateTime
+# field by field in pure Python, which was ~1 ms a row and most of a chunk's
+# time; a list with ISO-8601 text times packs ~5x faster and ``datetime()``
+# restores the same instant in the server. ``fact_id`` and ``valid_until`` are
+# written apart from the other properties (see UPSERT_FACTS).
+FACT_COLUMNS = (
+    "fact_id",
+    "valid_until",
+    "tenant_id",
+    "user_id",
+    "chain_id",
+    "session_id",
+    "subject",
+    "predicate",
+    "object",
+    "polarity",
+    "kind",
+    "text",
+    "intent",
+    "confidence",
+    "authoritative",
+    "confirmations",
+    "version",
+    "valid_from",
+    "recorded_at",
+    "expires_at",
+    "supersedes",
+    "state",
+    "lineage_topic",
+    "lineage_partition",
+    "lineage_offset",
+    "lineage_event_id",
+    "lineage_turn_id",
+    "lineage_reviewer_id",
+)
+TIME_COLUMNS = frozenset({"valid_until", "valid_from", "recorded_at", "expires_at"})
 
-# Links each version to the one it supersedes, in both directions so the order in
-# which the two versions arrive does not matter.
-LINK_SUPERSEDES = """
-UNWIND $rows AS row
-MATCH (f:Fact {ns: $ns, tenant_id: row.tenant_id, fact_id: row.fact_id})
-OPTIONAL MATCH (older:Fact {ns: $ns, tenant_id: row.tenant_id, fact_id: row.props.supersedes})
-OPTIONAL MATCH (newer:Fact {ns: $ns, tenant_id: row.tenant_id, supersedes: row.fact_id})
+
+def _column(name: str) -> str:
+    value = f"r[{FACT_COLUMNS.index(name)}]"
+    return f"datetime({value})" if name in TIME_COLUMNS else value
+
+
+# The properties SET by ``+=``; a None (null) removes the property, so a replay
+# converges on the record.
+_PROPS = ", ".join(f"{name}: {_column(name)}" for name in FACT_COLUMNS[2:])
+
+# One row per fact version, in operation order. A version already stored is
+# updated in place; its valid_until only ever goes from open to a time (a
+# replayed upsert of a closed version does not re-open it). A Fact node of
+# another tenant with the same id is left untouched (the WHERE after the MERGE).
+# Then, once every row is written (the aggregation is a barrier), each version
+# is linked to the one it supersedes, in both directions so the order in which
+# the two versions arrive does not matter. One statement: one round trip.
+WRITE_FACTS = f"""
+UNWIND $rows AS r
+WITH r, {{{_PROPS}}} AS props
+MERGE (f:Fact {{ns: $ns, fact_id: r[0]}})
+  ON CREATE SET f.tenant_id = props.tenant_id
+WITH f, r, props WHERE f.tenant_id = props.tenant_id
+MERGE (u:User {{ns: $ns, tenant_id: props.tenant_id, user_id: props.user_id}})
+SET f += props, f.valid_until = coalesce({_column("valid_until")}, f.valid_until)
+MERGE (u)-[:HAS_FACT]->(f)
+MERGE (s:Entity {{ns: $ns, tenant_id: props.tenant_id, name: props.subject}})
+MERGE (f)-[:ABOUT {{role: 'subject'}}]->(s)
+FOREACH (name IN CASE WHEN props.object = '' THEN [] ELSE [props.object] END |
+  MERGE (o:Entity {{ns: $ns, tenant_id: props.tenant_id, name: name}})
+  MERGE (f)-[:ABOUT {{role: 'object'}}]->(o))
+WITH count(*) AS written
+UNWIND $rows AS r
+WITH DISTINCT {_column("tenant_id")} AS tenant_id, r[0] AS fact_id,
+  {_column("supersedes")} AS supersedes
+MATCH (f:Fact {{ns: $ns, tenant_id: tenant_id, fact_id: fact_id}})
+OPTIONAL MATCH (older:Fact {{ns: $ns, tenant_id: tenant_id, fact_id: supersedes}})
+OPTIONAL MATCH (newer:Fact {{ns: $ns, tenant_id: tenant_id, supersedes: fact_id}})
 FOREACH (o IN CASE WHEN older IS NULL THEN [] ELSE [older] END | MERGE (f)-[:SUPERSEDES]->(o))
 FOREACH (n IN CASE WHEN newer IS NULL THEN [] ELSE [newer] END | MERGE (n)-[:SUPERSEDES]->(f))
 """

@@ -60,9 +60,11 @@ def _utcnow() -> datetime:
     return datetime.now(UTC)
 
 
-def _row(record: MemoryRecord) -> dict[str, Any]:
-    """Query parameters of one version (datetimes travel as Neo4j DateTime)."""
-    props = {
+def _row(record: MemoryRecord) -> list[Any]:
+    """Query parameters of one version, in the order of ``cypher.FACT_COLUMNS``."""
+    values: dict[str, Any] = {
+        "fact_id": record.fact_id,
+        "valid_until": _iso(record.valid_until),
         "tenant_id": record.tenant_id,
         "user_id": record.user_id,
         "chain_id": record.chain_id,
@@ -78,26 +80,24 @@ def _row(record: MemoryRecord) -> dict[str, Any]:
         "authoritative": record.authoritative,
         "confirmations": record.confirmations,
         "version": record.version,
-        "valid_from": _utc(record.valid_from),
-        "recorded_at": _utc(record.recorded_at),
-        "expires_at": _utc(record.expires_at),
+        "valid_from": _iso(record.valid_from),
+        "recorded_at": _iso(record.recorded_at),
+        "expires_at": _iso(record.expires_at),
         "supersedes": record.supersedes,
         "state": record.state.value,
         "lineage_topic": record.lineage.topic,
         "lineage_partition": record.lineage.partition,
         "lineage_offset": record.lineage.offset,
         "lineage_event_id": record.lineage.event_id,
-        # None removes the property (SET +=), so a replay converges on the record.
         "lineage_turn_id": record.lineage.turn_id,
         "lineage_reviewer_id": record.lineage.reviewer_id,
     }
-    return {
-        "tenant_id": record.tenant_id,
-        "user_id": record.user_id,
-        "fact_id": record.fact_id,
-        "valid_until": _utc(record.valid_until),
-        "props": props,
-    }
+    return [values[name] for name in cypher.FACT_COLUMNS]
+
+
+def _iso(value: datetime | None) -> str | None:
+    # In UTC: Neo4j (java.time) accepts offsets up to ±18:00 only (see _utc).
+    return _utc(value).isoformat() if value is not None else None
 
 
 @overload
@@ -210,7 +210,7 @@ class Neo4jMemory(BatchingSink):
 
         Returns each erase with the nodes it deleted (user, fact versions, orphaned entities).
         """
-        rows: list[dict[str, Any]] = []
+        rows: list[list[Any]] = []
         erased: list[tuple[MemoryOperation, int]] = []
         for op in ops:
             if op.op_type is OpType.ERASE_USER:
@@ -225,10 +225,9 @@ class Neo4jMemory(BatchingSink):
         self._write_rows(tx, rows)
         return erased
 
-    def _write_rows(self, tx: neo4j.ManagedTransaction, rows: list[dict[str, Any]]) -> None:
+    def _write_rows(self, tx: neo4j.ManagedTransaction, rows: list[list[Any]]) -> None:
         if rows:
-            tx.run(cypher.UPSERT_FACTS, rows=rows, ns=self.namespace).consume()
-            tx.run(cypher.LINK_SUPERSEDES, rows=rows, ns=self.namespace).consume()
+            tx.run(cypher.WRITE_FACTS, rows=rows, ns=self.namespace).consume()
 
     def _read(self, query: str, **params: Any) -> list[neo4j.Record]:
         records, _, _ = self.driver.execute_query(
