@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 import chromadb
 import numpy as np
@@ -46,69 +47,184 @@ def _metadata(
     }
 
 
-def upsert_episodes(
-    collection: chromadb.Collection,
-    episodes: Sequence[Episode],
+class EpisodeChange(NamedTuple):
+    """One episode operation of a batch: an upsert (``episode``) or an outdated mark."""
+
+    episode_id: str
+    episode: Episode | None = None
+    superseded_by: str | None = None  # a mark: the episode holding the newer value
+
+
+@dataclass
+class _Folded:
+    """What a batch leaves of one episode, its changes applied in order."""
+
+    episode: Episode | None  # written by the batch; None: only marked
+    outdated: bool = False
+    marks: list[str] = field(default_factory=list)
+
+
+def _fold(changes: Sequence[EpisodeChange]) -> dict[str, _Folded]:
+    """Each episode's changes in operation order, as one-by-one writes would leave it.
+
+    An upsert rewrites the episode as not outdated (whatever came before it in the
+    batch); a later mark outdates what the batch wrote, an earlier one is undone.
+    """
+    folded: dict[str, _Folded] = {}
+    for change in changes:
+        if change.episode is not None:
+            folded[change.episode_id] = _Folded(change.episode)
+            continue
+        entry = folded.setdefault(change.episode_id, _Folded(None))
+        entry.outdated = True
+        if change.superseded_by is not None and change.superseded_by not in entry.marks:
+            entry.marks.append(change.superseded_by)
+    return folded
+
+
+class Stored(NamedTuple):
+    """An item as a collection holds it."""
+
+    metadata: Mapping[str, Any]
+    document: str | None
+    embedding: Any  # a float32 numpy row
+
+
+def stored_items(collection: chromadb.Collection | None, ids: Sequence[str]) -> dict[str, Stored]:
+    """The items of ``ids`` the collection holds (none when it does not exist)."""
+    if collection is None or not ids:
+        return {}
+    found = collection.get(ids=list(ids), include=["metadatas", "documents", "embeddings"])
+    metas = found["metadatas"] or []
+    docs = found["documents"] or []
+    vectors = found["embeddings"] if found["embeddings"] is not None else []
+    rows = zip(found["ids"], metas, docs, vectors, strict=True)
+    return {i: Stored(m, d, e) for i, m, d, e in rows}
+
+
+def same_vector(stored: Any, vector: Sequence[float] | None) -> bool:
+    """Whether writing ``vector`` (None: keep the stored one) leaves the stored vector."""
+    # Chroma keeps float32 vectors: 1e-6 is well above their rounding of unit vectors.
+    return vector is None or bool(np.allclose(stored, vector, atol=1e-6))
+
+
+def changed_keys(stored: Mapping[str, Any], metadata: Mapping[str, Any]) -> dict[str, Any]:
+    """The metadata update that turns ``stored`` into ``metadata`` (None removes a key).
+
+    A metadata-only update of the changed keys costs a fraction of an upsert, which
+    re-indexes the vector and the document (~10x for an item already stored).
+    """
+    diff = {key: value for key, value in metadata.items() if stored.get(key) != value}
+    diff.update({key: None for key in stored if key not in metadata})
+    return diff
+
+
+def apply_episodes(
+    live: chromadb.Collection,
+    archive: chromadb.Collection | None,
+    changes: Sequence[EpisodeChange],
     embed: Callable[[list[str]], Sequence[Any]],
     now: float,
+    revisions: Sequence[str] = (),
 ) -> None:
-    """Write episodes (last one wins per id), not outdated, last retrieved ``now``.
+    """Apply a batch's episode changes in order: one read and at most two writes a collection.
 
-    An episode is written once, at its turn; the turns that outdate it come
-    later in the same partition, so a redelivered batch re-applies its
-    ``outdate_episode`` operations after it and the mark is never lost: no
-    read before the write.
+    An upsert writes the episode whole, last retrieved ``now``; an episode already
+    archived is rewritten in the archive, as a fact version is. A mark of an episode
+    the batch does not write merges into the stored marks (live and archive); a mark
+    of an episode stored nowhere is skipped. What is already stored with the same
+    vector and text gets a metadata update of the changed keys only (a replay
+    rewrites just ``last_retrieved_at``), everything else one upsert.
 
     An episode without a vector (an old operation, a producer of its own) is
     embedded with ``embed`` from its turn text, as the encode stage would. A
     rewrite (a redelivered batch, a replay) starts its archive clock again.
+    ``revisions`` (user ids) get a new revision token in the batch's last write.
     """
-    latest = {e.episode_id: e for e in episodes}
-    if not latest:
-        return
-    ids = list(latest)
-    missing = [i for i in ids if not latest[i].vector]
-    computed = (
-        dict(zip(missing, embed([latest[i].text for i in missing]), strict=True)) if missing else {}
-    )
-    vectors = [np.asarray(latest[i].vector or computed[i], dtype=np.float32) for i in ids]
-    collection.upsert(
-        ids=ids,
-        embeddings=np.vstack(vectors),
-        metadatas=[_metadata(latest[i], None, now) for i in ids],
-        documents=[latest[i].search_text() for i in ids],
-    )
+    folded = _fold(changes)
+    archived = stored_items(archive, list(folded))
+    # A mark reaches both copies of an episode the sweep left in both (a crash
+    # between its copy and its delete); a write goes to one place only.
+    rest = {i: e for i, e in folded.items() if e.episode is None or i not in archived}
+    stored = stored_items(live, [*rest, *(_revision_id(u) for u in revisions)])
+    if archive is not None:
+        _write(archive, {i: folded[i] for i in archived}, archived, embed, now, ())
+    _write(live, rest, stored, embed, now, revisions)
 
 
-def outdate_episodes(
-    collection: chromadb.Collection, marks: Sequence[tuple[str, str | None]]
+def _write(
+    collection: chromadb.Collection,
+    folded: Mapping[str, _Folded],
+    stored: Mapping[str, Stored],
+    embed: Callable[[list[str]], Sequence[Any]],
+    now: float,
+    revisions: Sequence[str],
 ) -> None:
-    """Mark stored episodes outdated by (episode id, the episode that superseded it).
+    updates: dict[str, dict[str, Any]] = {}
+    rewrites: list[tuple[Episode, dict[str, Any], str]] = []
+    for episode_id, entry in folded.items():
+        old = stored.get(episode_id)
+        if entry.episode is None:
+            if old is not None:
+                known = _outdated_by(old.metadata)
+                merged = [*known, *(e for e in entry.marks if e not in known)]
+                mark = {"outdated": True, "outdated_by": json.dumps(merged)}
+                updates[episode_id] = changed_keys(old.metadata, {**old.metadata, **mark})
+            continue
+        episode = entry.episode
+        meta = _metadata(episode, entry.marks if entry.outdated else None, now)
+        document = episode.search_text()
+        if (
+            old is not None
+            and old.document == document
+            and same_vector(old.embedding, episode.vector)
+        ):
+            updates[episode_id] = changed_keys(old.metadata, meta)
+        else:
+            rewrites.append((episode, meta, document))
+    missing = [e.text for e, _, _ in rewrites if not e.vector]
+    computed = iter(embed(missing) if missing else [])
+    upserts = [
+        (e.episode_id, e.vector or next(computed), meta, document) for e, meta, document in rewrites
+    ]
+    token = uuid.uuid4().hex
+    new_revisions = [u for u in revisions if _revision_id(u) not in stored]
+    for user_id in revisions:
+        if _revision_id(user_id) in stored:
+            updates[_revision_id(user_id)] = {"revision": token}
+    updates = {i: diff for i, diff in updates.items() if diff}
+    # The revisions go last: a reader that sees the new token must see the batch.
+    revision_rows = [_revision_row(u, token) for u in new_revisions]
+    if updates and revision_rows:
+        _upsert(collection, upserts)
+        _update(collection, updates)
+        _upsert(collection, revision_rows)
+    else:
+        _upsert(collection, [*upserts, *revision_rows])
+        _update(collection, updates)
 
-    Ids not stored are skipped: nothing to mark.
-    """
-    by: dict[str, list[str]] = {}
-    for episode_id, newer in marks:
-        by.setdefault(episode_id, [])
-        if newer is not None and newer not in by[episode_id]:
-            by[episode_id].append(newer)
-    if not by:
-        return
-    found = collection.get(ids=list(by), include=["metadatas"])
-    if found["ids"]:
-        metas = []
-        for episode_id, meta in zip(found["ids"], found["metadatas"] or [], strict=True):
-            known = _outdated_by(meta)
-            merged = [*known, *(e for e in by[episode_id] if e not in known)]
-            metas.append({**meta, "outdated": True, "outdated_by": json.dumps(merged)})
-        collection.update(ids=found["ids"], metadatas=metas)  # type: ignore[arg-type]
+
+def _revision_row(user_id: str, token: str) -> tuple[str, Any, dict[str, Any], str]:
+    unit = np.zeros(MINILM_DIM, np.float32)
+    unit[0] = 1.0
+    return _revision_id(user_id), unit, {"revision_of": user_id, "revision": token}, ""
 
 
-def stored_ids(collection: chromadb.Collection | None, ids: Sequence[str]) -> set[str]:
-    """Which of ``ids`` the collection holds (none when it does not exist)."""
-    if collection is None or not ids:
-        return set()
-    return set(collection.get(ids=list(ids), include=[])["ids"])
+def _upsert(
+    collection: chromadb.Collection, rows: Sequence[tuple[str, Any, dict[str, Any], str]]
+) -> None:
+    if rows:
+        collection.upsert(
+            ids=[r[0] for r in rows],
+            embeddings=np.vstack([np.asarray(r[1], dtype=np.float32) for r in rows]),
+            metadatas=[r[2] for r in rows],
+            documents=[r[3] for r in rows],
+        )
+
+
+def _update(collection: chromadb.Collection, diffs: Mapping[str, Mapping[str, Any]]) -> None:
+    if diffs:
+        collection.update(ids=list(diffs), metadatas=list(diffs.values()))
 
 
 def touch(collection: chromadb.Collection, ids: Sequence[str], now: float, due: float) -> None:
@@ -158,18 +274,18 @@ def _revision_id(user_id: str) -> str:
 
 
 def bump_revisions(collection: chromadb.Collection, user_ids: Sequence[str]) -> None:
-    """Give each user a new revision token (after the writes of a batch)."""
-    if not user_ids:
-        return
-    token = uuid.uuid4().hex
-    unit = np.zeros((len(user_ids), MINILM_DIM), np.float32)
-    unit[:, 0] = 1.0
-    collection.upsert(
-        ids=[_revision_id(u) for u in user_ids],
-        embeddings=unit,
-        metadatas=[{"revision_of": u, "revision": token} for u in user_ids],
-        documents=["" for _ in user_ids],
-    )
+    """Give each user a new revision token (after the writes of a batch).
+
+    A user's revision record is updated in place once it exists: re-upserting it
+    would re-index its vector on every batch.
+    """
+    if user_ids:
+        stored = stored_items(collection, [_revision_id(u) for u in user_ids])
+        _write(collection, {}, stored, _no_embedding, 0.0, user_ids)
+
+
+def _no_embedding(texts: list[str]) -> Sequence[Any]:
+    raise AssertionError("a revision record needs no embedding")  # pragma: no cover
 
 
 def read_revision(collection: chromadb.Collection, user_id: str) -> str | None:

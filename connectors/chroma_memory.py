@@ -32,31 +32,33 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any, NamedTuple, cast
+from typing import Any, cast
 
 import chromadb
-import numpy as np
 from chromadb.api.types import PyEmbedding, Where
 from chromadb.config import Settings
 from chromadb.errors import ChromaError, NotFoundError
 
 from connectors.chroma_episodes import (
     EPISODES_SUFFIX,
+    EpisodeChange,
+    Stored,
+    apply_episodes,
     bump_revisions,
-    outdate_episodes,
+    changed_keys,
     read_revision,
-    stored_ids,
+    same_vector,
+    stored_items,
     touch,
-    upsert_episodes,
     user_episodes,
 )
 from connectors.embedding import MiniLMEmbeddingFunction
 from connectors.protocols import DEFAULT_CHUNK_SIZE, DEFAULT_LATENCY_BUDGET_S, BatchingSink
 from connectors.redis_memory import ErasureAudit
-from schemas.episodes import Episode, StoredEpisode
+from schemas.episodes import StoredEpisode
 from schemas.hits import SearchHit
 from schemas.memory import MemoryRecord, Tier
 from schemas.ops import MemoryOperation, OpType
@@ -331,35 +333,28 @@ class ChromaMemory(BatchingSink):
             for row, (i, m, d) in enumerate(zip(found["ids"], metas, docs, strict=True))
         ]
 
-    def _apply_episodes(self, ops: Sequence[MemoryOperation]) -> None:
-        by_tenant: dict[str, tuple[list[Episode], list[tuple[str, str | None]]]] = {}
+    def _apply_episodes(
+        self, ops: Sequence[MemoryOperation], revisions: Mapping[str, Sequence[str]]
+    ) -> set[str]:
+        """Apply episode operations in order; the tenants whose ``revisions`` were written."""
+        by_tenant: dict[str, list[EpisodeChange]] = {}
         for op in ops:
-            written, outdated = by_tenant.setdefault(op.tenant_id, ([], []))
+            changes = by_tenant.setdefault(op.tenant_id, [])
             if op.op_type is OpType.UPSERT_EPISODE and op.episode is not None:
-                written.append(op.episode)
+                changes.append(EpisodeChange(op.episode.episode_id, episode=op.episode))
             elif op.op_type is OpType.OUTDATE_EPISODE and op.target_fact_id:
-                outdated.append((op.target_fact_id, op.superseded_by))
+                changes.append(EpisodeChange(op.target_fact_id, superseded_by=op.superseded_by))
         now = self.clock().timestamp()
-        for tenant_id, (written, outdated) in by_tenant.items():
-            collection = self.episodes(tenant_id)
-            archive = self._existing_episodes(tenant_id, archive=True)
-            # An episode already archived stays archived, as a fact version does.
-            archived = stored_ids(archive, [e.episode_id for e in written])
-            upsert_episodes(
-                collection,
-                [e for e in written if e.episode_id not in archived],
+        for tenant_id, changes in by_tenant.items():
+            apply_episodes(
+                self.episodes(tenant_id),
+                self._existing_episodes(tenant_id, archive=True),
+                changes,
                 self.embedding_function,
                 now,
+                revisions.get(tenant_id, ()),
             )
-            if archive is not None:
-                upsert_episodes(
-                    archive,
-                    [e for e in written if e.episode_id in archived],
-                    self.embedding_function,
-                    now,
-                )
-                outdate_episodes(archive, outdated)
-            outdate_episodes(collection, outdated)
+        return {tenant_id for tenant_id in by_tenant if tenant_id in revisions}
 
     def revision(self, tenant_id: str, user_id: str) -> str | None:
         """A token that changes whenever the user's facts or episodes here change.
@@ -370,21 +365,24 @@ class ChromaMemory(BatchingSink):
         return read_revision(self.episodes(tenant_id), user_id)
 
     def _apply(self, ops: Sequence[MemoryOperation]) -> None:
-        self._apply_items(ops)
+        """One chunk: per tenant one read and one write per collection, split by erasures.
+
+        Operations are folded in order (last writer wins per id, a close is never
+        undone, a mark after an episode's upsert outdates it), so the chunk leaves
+        what applying its operations one by one would. The touched users' new
+        revisions go with the chunk's last episode write, after every other change.
+        """
         touched: dict[str, set[str]] = {}
         for op in ops:
             if op.op_type in _REVISED_BY:
                 touched.setdefault(op.tenant_id, set()).add(op.user_id)
-        for tenant_id, users in touched.items():
-            bump_revisions(self.episodes(tenant_id), sorted(users))
-
-    def _apply_items(self, ops: Sequence[MemoryOperation]) -> None:
+        revisions = {tenant_id: sorted(users) for tenant_id, users in touched.items()}
         facts: dict[tuple[str, str], MemoryRecord] = {}
         episodes: list[MemoryOperation] = []
         for op in ops:
             if op.op_type is OpType.ERASE_USER:
                 self._write_facts(facts)
-                self._apply_episodes(episodes)
+                self._apply_episodes(episodes, {})
                 facts, episodes = {}, []
                 removed = self._erase_user(op.tenant_id, op.user_id)
                 if self.erasure_audit is not None:
@@ -396,7 +394,10 @@ class ChromaMemory(BatchingSink):
                 episodes.append(op)
             # Pending items, turns and statuses live in Redis only.
         self._write_facts(facts)
-        self._apply_episodes(episodes)
+        written = self._apply_episodes(episodes, revisions)
+        for tenant_id, users in revisions.items():
+            if tenant_id not in written:
+                bump_revisions(self.episodes(tenant_id), users)
 
     def _write_facts(self, facts: Mapping[tuple[str, str], MemoryRecord]) -> None:
         by_tenant: dict[str, list[MemoryRecord]] = {}
@@ -406,8 +407,8 @@ class ChromaMemory(BatchingSink):
             live = self.collection(tenant_id)
             archive = self.collection(tenant_id, archive=True)
             ids = [r.fact_id for r in records]
-            in_live = _stored(live, ids)
-            in_archive = _stored(archive, [i for i in ids if i not in in_live])
+            in_live = stored_items(live, ids)
+            in_archive = stored_items(archive, [i for i in ids if i not in in_live])
             now = self.clock().timestamp()
             # A version already archived stays archived; everything else is live.
             _upsert(archive, [r for r in records if r.fact_id in in_archive], in_archive, now)
@@ -636,52 +637,38 @@ def _merge(earlier: MemoryRecord | None, later: MemoryRecord) -> MemoryRecord:
     return later.model_copy(update=update)
 
 
-class _Stored(NamedTuple):
-    metadata: Mapping[str, Any]
-    document: str | None
-    embedding: Any  # a float32 numpy row
-
-
-def _stored(collection: chromadb.Collection, ids: Iterable[str]) -> dict[str, _Stored]:
-    wanted = list(ids)
-    if not wanted:
-        return {}
-    found = collection.get(ids=wanted, include=["metadatas", "documents", "embeddings"])
-    metas = found["metadatas"] or []
-    docs = found["documents"] or []
-    vectors = found["embeddings"] if found["embeddings"] is not None else []
-    rows = zip(found["ids"], metas, docs, vectors, strict=True)
-    return {i: _Stored(m, d, e) for i, m, d, e in rows}
-
-
-def _unchanged(old: _Stored, meta: Metadata, document: str, vector: list[float] | None) -> bool:
-    # Chroma keeps float32 vectors: 1e-6 is well above their rounding of unit vectors.
-    same_vector = vector is None or bool(np.allclose(old.embedding, vector, atol=1e-6))
-    return dict(old.metadata) == meta and old.document == document and same_vector
-
-
 def _upsert(
     collection: chromadb.Collection,
     records: Sequence[MemoryRecord],
-    stored: Mapping[str, _Stored],
+    stored: Mapping[str, Stored],
     now: float,
 ) -> None:
     """Write versions, keeping stored retrieval times, closes and vectors.
 
-    A version stored exactly as it would be written (a replay) is skipped, so a
-    replay costs one read and no index update.
+    A version stored exactly as it would be written (a replay) is skipped; one
+    stored with the same vector and text (a close, a state change) gets a
+    metadata update of the changed keys only, far cheaper than an upsert, which
+    re-indexes the vector and the text.
     """
     with_vector: list[tuple[MemoryRecord, Metadata]] = []
-    without_vector: list[tuple[MemoryRecord, Metadata]] = []
+    inserts: list[tuple[MemoryRecord, Metadata]] = []
+    updates: dict[str, dict[str, Any]] = {}
+    text_updates: list[tuple[MemoryRecord, dict[str, Any]]] = []
     for record in records:
         old = stored.get(record.fact_id)
         meta = _metadata(record, float(old.metadata["last_retrieved_at"]) if old else now)
         if old is not None and meta["valid_until"] == OPEN_ENDED:
             meta["valid_until"] = old.metadata["valid_until"]
         vector = record.encoding.combined if record.encoding and record.encoding.combined else None
-        if old is not None and _unchanged(old, meta, record.statement(), vector):
-            continue
-        (with_vector if vector else without_vector).append((record, meta))
+        if old is None:
+            # Without a vector, a new item is embedded from its text.
+            (with_vector if vector else inserts).append((record, meta))
+        elif not same_vector(old.embedding, vector):
+            with_vector.append((record, meta))
+        elif old.document != record.statement():
+            text_updates.append((record, changed_keys(old.metadata, meta)))
+        elif diff := changed_keys(old.metadata, meta):
+            updates[record.fact_id] = diff
     if with_vector:
         collection.upsert(
             ids=[r.fact_id for r, _ in with_vector],
@@ -689,19 +676,19 @@ def _upsert(
             metadatas=[m for _, m in with_vector],
             documents=[r.statement() for r, _ in with_vector],
         )
-    # Without a vector: a stored item keeps its vector (metadata-only update, e.g. a
-    # close that carries no encoding); a new one is embedded from its text.
-    updates = [(r, m) for r, m in without_vector if r.fact_id in stored]
-    inserts = [(r, m) for r, m in without_vector if r.fact_id not in stored]
-    if updates:
-        collection.update(
-            ids=[r.fact_id for r, _ in updates],
-            metadatas=[m for _, m in updates],
-            documents=[r.statement() for r, _ in updates],
-        )
     if inserts:
         collection.upsert(
             ids=[r.fact_id for r, _ in inserts],
             metadatas=[m for _, m in inserts],
             documents=[r.statement() for r, _ in inserts],
+        )
+    if updates:
+        collection.update(ids=list(updates), metadatas=list(updates.values()))
+    # A stored item without a new vector keeps its vector (e.g. a close that
+    # carries no encoding), also when its text changes.
+    if text_updates:
+        collection.update(
+            ids=[r.fact_id for r, _ in text_updates],
+            metadatas=[m for _, m in text_updates],
+            documents=[r.statement() for r, _ in text_updates],
         )
