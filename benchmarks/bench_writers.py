@@ -68,6 +68,7 @@ class Row:
     method: str
     ops: int
     seconds: float
+    fed: int | None = None  # operations given to the writer, when more than ``ops``
 
 
 def _lineage(i: int) -> SourceLineage:
@@ -263,10 +264,12 @@ def _op(
     )
 
 
-def timed(store: str, method: str, ops: int, run: Callable[[], None]) -> Row:
+def timed(
+    store: str, method: str, ops: int, run: Callable[[], None], fed: int | None = None
+) -> Row:
     started = time.perf_counter()
     run()
-    return Row(store, method, ops, time.perf_counter() - started)
+    return Row(store, method, ops, time.perf_counter() - started, fed)
 
 
 def drive(sink: MemorySink, ops: Sequence[MemoryOperation], chunk: int) -> Callable[[], None]:
@@ -357,8 +360,8 @@ def bench_chroma(
         return [
             timed("chroma", "writer batched", n, drive(sink(chunk), ops, chunk)),
             timed("chroma", "writer replay", n, drive(sink(chunk), ops, chunk)),
-            timed("chroma", "mix batched", mine, drive(sink(chunk), mix, chunk)),
-            timed("chroma", "mix replay", mine, drive(sink(chunk), mix, chunk)),
+            timed("chroma", "mix batched", mine, drive(sink(chunk), mix, chunk), len(mix)),
+            timed("chroma", "mix replay", mine, drive(sink(chunk), mix, chunk), len(mix)),
             timed("chroma", "writer op-by-op", small, drive(sink(1), ops[:small], 1)),
             timed("chroma", f"baseline add ({len(records)} items)", len(records), baseline),
         ]
@@ -391,8 +394,8 @@ def bench_neo4j(
     rows = [
         timed("neo4j", "writer batched", n, drive(sink(chunk), ops, chunk)),
         timed("neo4j", "writer replay", n, drive(sink(chunk), ops, chunk)),
-        timed("neo4j", "mix batched", mine, drive(sink(chunk), mix, chunk)),
-        timed("neo4j", "mix replay", mine, drive(sink(chunk), mix, chunk)),
+        timed("neo4j", "mix batched", mine, drive(sink(chunk), mix, chunk), len(mix)),
+        timed("neo4j", "mix replay", mine, drive(sink(chunk), mix, chunk), len(mix)),
         timed("neo4j", "writer op-by-op", small, drive(sink(1), ops[:small], 1)),
         timed("neo4j", "baseline UNWIND CREATE", n, baseline),
     ]
@@ -430,13 +433,18 @@ def main() -> None:
     }
     rows = [row for store in args.stores for row in benches[store]()]
     baselines = {r.store: r.ops / r.seconds for r in rows if r.method.startswith("baseline")}
-    print(f"\nchunk={args.chunk}  ops={args.ops}  op-by-op sample={args.op_by_op}\n")
-    print(f"{'store':<7} {'method':<30} {'ops':>6} {'seconds':>8} {'ops/s':>10} {'vs base':>8}")
+    print(f"\nchunk={args.chunk}  ops={args.ops}  op-by-op sample={args.op_by_op}")
+    print("mix rows: ops = those of the writer's tier; stream/s = every operation it was fed\n")
+    print(
+        f"{'store':<7} {'method':<30} {'ops':>6} {'seconds':>8} {'ops/s':>10} {'vs base':>8} "
+        f"{'stream/s':>9}"
+    )
     for r in rows:
         rate = r.ops / r.seconds
+        stream = f"{r.fed / r.seconds:>9,.0f}" if r.fed else ""
         print(
             f"{r.store:<7} {r.method:<30} {r.ops:>6} {r.seconds:>8.3f} {rate:>10,.0f} "
-            f"{rate / baselines[r.store]:>7.2f}x"
+            f"{rate / baselines[r.store]:>7.2f}x {stream}"
         )
 
 
