@@ -74,25 +74,35 @@ _PROPS = ", ".join(f"{name}: {_column(name)}" for name in FACT_COLUMNS[2:])
 # updated in place; its valid_until only ever goes from open to a time (a
 # replayed upsert of a closed version does not re-open it). A Fact node of
 # another tenant with the same id is left untouched (the WHERE after the MERGE).
-# Then, once every row is written (the aggregation is a barrier), each version
-# is linked to the one it supersedes, in both directions so the order in which
-# the two versions arrive does not matter. One statement: one round trip.
+# A version already stored with the same user, subject, object and supersedes
+# (a close, a replay) already has its links: they were merged in the statement
+# that set those properties, and only an erase removes them, with the version.
+# Then, once every row is written (the aggregation is a barrier), each new
+# version is linked to the one it supersedes, in both directions so the order
+# in which the two versions arrive does not matter. One statement: one round trip.
 WRITE_FACTS = f"""
 UNWIND $rows AS r
 WITH r, {{{_PROPS}}} AS props
 MERGE (f:Fact {{ns: $ns, fact_id: r[0]}})
   ON CREATE SET f.tenant_id = props.tenant_id
 WITH f, r, props WHERE f.tenant_id = props.tenant_id
-MERGE (u:User {{ns: $ns, tenant_id: props.tenant_id, user_id: props.user_id}})
+WITH f, r, props, coalesce(
+  f.user_id = props.user_id AND f.subject = props.subject AND f.object = props.object
+  AND coalesce(f.supersedes, '') = coalesce(props.supersedes, ''), false) AS linked
 SET f += props, f.valid_until = coalesce({_column("valid_until")}, f.valid_until)
-MERGE (u)-[:HAS_FACT]->(f)
-MERGE (s:Entity {{ns: $ns, tenant_id: props.tenant_id, name: props.subject}})
-MERGE (f)-[:ABOUT {{role: 'subject'}}]->(s)
-FOREACH (name IN CASE WHEN props.object = '' THEN [] ELSE [props.object] END |
-  MERGE (o:Entity {{ns: $ns, tenant_id: props.tenant_id, name: name}})
-  MERGE (f)-[:ABOUT {{role: 'object'}}]->(o))
-WITH count(*) AS written
-UNWIND $rows AS r
+WITH f, r, props, linked
+CALL (f, props, linked) {{
+  WITH f, props WHERE NOT linked
+  MERGE (u:User {{ns: $ns, tenant_id: props.tenant_id, user_id: props.user_id}})
+  MERGE (u)-[:HAS_FACT]->(f)
+  MERGE (s:Entity {{ns: $ns, tenant_id: props.tenant_id, name: props.subject}})
+  MERGE (f)-[:ABOUT {{role: 'subject'}}]->(s)
+  FOREACH (name IN CASE WHEN props.object = '' THEN [] ELSE [props.object] END |
+    MERGE (o:Entity {{ns: $ns, tenant_id: props.tenant_id, name: name}})
+    MERGE (f)-[:ABOUT {{role: 'object'}}]->(o))
+}}
+WITH collect(CASE WHEN linked THEN null ELSE r END) AS fresh
+UNWIND fresh AS r
 WITH DISTINCT {_column("tenant_id")} AS tenant_id, r[0] AS fact_id,
   {_column("supersedes")} AS supersedes
 MATCH (f:Fact {{ns: $ns, tenant_id: tenant_id, fact_id: fact_id}})
