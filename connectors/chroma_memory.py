@@ -13,7 +13,13 @@ time); a version already moved to the archive collection is updated there, not
 brought back. Applying a batch twice therefore leaves both collections unchanged.
 
 A version stored exactly as it would be written is skipped, so a replay costs one
-read and no index update.
+read and no index update; one stored with the same vector and text (a close, a
+state change) gets a metadata update of the changed keys only.
+
+A chunk is applied as its operations one by one would leave it, in a few calls:
+per tenant, one read of the versions it writes and one write per kind (upsert,
+update) per collection, its episodes likewise (connectors/chroma_episodes.py);
+an erasure splits the chunk, so what comes after it is written after it.
 
 Archive: :meth:`ChromaMemory.archive_stale` (one tenant) and
 :meth:`ChromaMemory.archive_all_stale` (every tenant of the namespace) move the
