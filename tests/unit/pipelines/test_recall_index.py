@@ -267,3 +267,20 @@ def test_expired_items_are_not_recalled() -> None:
     index.upsert(fact("gone", "user travel berlin", expires_at=gone), vec(0))
     assert index.search("travel", vec(0), at=NOW, k=1) == []
     assert ids(index.search("travel", vec(0), at=NOW - timedelta(hours=2), k=1)) == ["gone"]
+
+
+def test_an_exact_value_hit_is_found_among_hundreds_of_closer_turns() -> None:
+    # 300 turns name the same number and are each a little closer to the query
+    # than the fact holding it: only the exact hit tells them apart, so the
+    # first cut over every row must count it, or the fact misses the shortlist.
+    index = UserIndex(DIM)
+    near = vec(0) + 0.1 * vec(1)
+    for i in range(300):
+        index.upsert(episode(f"e{i}", "was it 07700 900123"), near)
+    index.upsert(
+        fact("number", "the phone number on file is 07700 900123", exact_keys=frozenset({42})),
+        vec(0) + 0.5 * vec(1),
+    )
+    hits = index.search("07700 900123?", near, at=NOW, k=3, exact_keys=frozenset({42}))
+    assert ids(hits)[0] == "number"
+    assert hits[0].keyword > hits[1].keyword
