@@ -11,7 +11,13 @@ from __future__ import annotations
 import re
 
 from pipelines.vocabulary import Negation, default_vocabulary
-from pipelines.vocabulary.values import LANGUAGE_NAMES, normalise_code, normalise_phone
+from pipelines.vocabulary.values import (
+    LANGUAGE_NAMES,
+    normalise_code,
+    normalise_datetime,
+    normalise_phone,
+    normalise_place,
+)
 from schemas.memory import MemoryKind
 
 # predicate -> the kind a plain affirmed statement of it has (predicates.toml).
@@ -149,51 +155,6 @@ CHANNEL_NOUNS |= {"call": "call", "phone call": "call", "letter": "letter", "pos
 ADDRESS_UNITS = ("flat ", "apt ", "apartment ", "unit ", "suite ")
 EMAIL = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
 
-_TIME_PLURALS = {
-    f"{day}s": day
-    for day in [
-        "monday",
-        "tuesday",
-        "wednesday",
-        "thursday",
-        "friday",
-        "saturday",
-        "sunday",
-        "weekend",
-        "weekday",
-        "morning",
-        "afternoon",
-        "evening",
-        "night",
-    ]
-}
-# Chat abbreviations of days (those spans.TIME_GAZETTEER accepts).
-_DAY_SHORT = {"mon": "monday", "tue": "tuesday", "tues": "tuesday", "thu": "thursday"}
-_DAY_SHORT |= {"thur": "thursday", "thurs": "thursday", "fri": "friday", "weds": "wednesday"}
-_DAY_SHORT |= {"sat": "saturday", "sun": "sunday", "arvo": "afternoon", "wed": "wednesday"}
-_DAY_SHORT |= {"wkend": "weekend", "wkends": "weekend", "b4": "before"}
-_TIME_DROP = re.compile(r"^(?:(?:on|at|in|the|this|every|any|around|about|by|from|of)\s+)+")
-# "next Monday" is just Monday; "next week" keeps its "next" (else it is any week).
-_NEXT_DAY = re.compile(
-    r"^next\s+(?=(?:mon|tues|wednes|thurs|fri|satur|sun)day|weekend|morning|afternoon|evening)"
-)
-_CLOCK = re.compile(r"\b(\d{1,2}(?::\d{2})?)\s*([ap])\.?\s*m\b\.?")
-
-
-def canonical_time(text: str) -> str:
-    """'Next Mondays' -> 'monday'; '9 a.m.' -> '9am'; 'before 9' stays 'before 9'."""
-    value = _CLOCK.sub(lambda m: f"{m.group(1)}{m.group(2)}m", text.lower())
-    value = _TIME_DROP.sub("", value.strip(" .,!?;:")).strip()
-    value = _NEXT_DAY.sub("", _TIME_DROP.sub("", value)).strip()
-    words = [_DAY_SHORT.get(word.rstrip("."), word) for word in value.split()]
-    # "tomorrow am": a day's "am" is its morning (a clock's "9am" is one word).
-    words = [
-        "morning" if word == "am" and i and not words[i - 1][-1:].isdigit() else word
-        for i, word in enumerate(words)
-    ]
-    return " ".join(_TIME_PLURALS.get(word, word) for word in words)
-
-
 _UNIT = re.compile(r"(\d)\s+(gb|mb|tb|mbps|gbps|gig)\b")
 
 
@@ -213,12 +174,8 @@ def canonical_plan(text: str) -> str:
 # One normaliser per value type (pipelines/vocabulary/values.py); these names stay
 # for the extraction rules that call them.
 canonical_phone = normalise_phone
-
-
-def canonical_place(text: str) -> str:
-    """Lower case, single spaces, ', ' between address parts, no leading 'the'."""
-    value = re.sub(r"\s*,\s*", ", ", " ".join(text.lower().split())).strip(" .,!?;:")
-    return re.sub(r"^(?:the|to|in|at)\s+", "", value)
+canonical_time = normalise_datetime
+canonical_place = normalise_place
 
 
 canonical_code = normalise_code
