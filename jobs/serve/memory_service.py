@@ -48,9 +48,9 @@ from pipelines.context import render_context
 from pipelines.encode import Encoder
 from pipelines.recall import RecallWeights, query_values, render_statement, to_hit
 from pipelines.recall_index import terms
-from pipelines.review.pending import MAX_OBJECT_CHARS
 from pipelines.time_focus import time_focus
 from schemas._base import Identifier
+from schemas.bounds import MAX_OBJECT_CHARS
 from schemas.events import EDITED_OBJECT_PROPERTY, REVIEWER_PROPERTY, ActionType, UserAction
 from schemas.hits import SearchHit
 from schemas.memory import MemoryKind, MemoryState, Polarity, Tier

@@ -17,14 +17,13 @@ from pipelines.review.config import ReviewConfig
 from pipelines.review.rules import ReviewRules
 from pipelines.review.state import PendingCause, PendingItem, UserMemoryState
 from pipelines.route import AddPending, Decision, ResolvePending
+from schemas.bounds import MAX_OBJECT_CHARS
 from schemas.events import EDITED_OBJECT_PROPERTY, REVIEWER_PROPERTY, ActionType, UserAction
 from schemas.ids import fact_id
 from schemas.lineage import SourceLineage
 from schemas.memory import MemoryRecord, MemoryState, ReviewOutcome, ReviewStage, Tier
 
 _EARLY_STAGES = (ReviewStage.FACT_CHECK, ReviewStage.TIMELINESS)
-# schemas.memory.MemoryRecord.object's bound.
-MAX_OBJECT_CHARS = 1024
 
 
 def hold(
