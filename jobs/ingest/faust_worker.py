@@ -17,10 +17,10 @@ harmless instead.
    leaves the old state, which re-decides the same ops; a state never claims
    an event whose ops are not in Kafka.
 3. The worker commits the input offsets itself, at the end of each batch:
-   after the outputs are acknowledged and the producer is flushed (the
-   states' changelog records included), it commits every partition of the
-   batch to one past its last record — and only records that continue a
-   partition without a hole are processed at all (jobs/ingest/input_positions.py).
+   after the outputs and the states' changelog records are acknowledged,
+   it commits every partition of the batch to one past its last record —
+   and only records that continue a partition without a hole are processed
+   at all (jobs/ingest/input_positions.py).
    A re-delivered event at or below a state's remembered offset yields
    nothing.
 4. A batch failure we cannot dead-letter (the broker refusing our outputs)
@@ -99,6 +99,10 @@ EXIT_BATCH_FAILED = 70  # EX_SOFTWARE (sysexits.h)
 # them: measured, a partition stuck at 8 of 14 after a SIGKILL restart until
 # the test gave up 240 s later. One second keeps the replay after a crash short.
 RECOMMIT_INTERVAL_S = 1.0
+# How long an assigned partition behind its log end may stand still before it
+# is sought again to the offset it expects (``IngestAgent._unstall``). A seek
+# too many costs only redeliveries, which the input positions drop.
+STALL_S = 5.0
 
 
 class IngestAgent:
@@ -118,6 +122,10 @@ class IngestAgent:
         self._batch_lock = asyncio.Lock()
         # Per partition: the last hole rewound over and the offset sought.
         self._rewound: dict[TP, tuple[int, int]] = {}
+        # Per partition: its next offset and since when it has been that.
+        self._progress: dict[TP, tuple[int, float]] = {}
+        # Per partition: the next offset it stood still at with records behind it.
+        self._waiting: dict[TP, int | None] = {}
         self.offsets = OffsetReader(config.bootstrap)
         app.on_partitions_revoked.connect(self._on_revoked)
         raw: dict[str, Any] = {"key_serializer": "raw", "value_serializer": "raw"}
@@ -160,18 +168,58 @@ class IngestAgent:
             await self._handle(messages)
 
     async def recommit(self) -> None:
-        """Commit again every assigned partition processed past its last commit."""
+        """Commit again every partition processed past its last commit; seek stalled ones again."""
         async with self._batch_lock:
-            assigned = self.app.consumer.assignment()
+            assigned = {tp for tp in self.app.consumer.assignment() if self.positions.known(tp)}
             behind = {
-                tp
-                for tp in assigned
-                if self.positions.known(tp)
-                and self._committed.get(tp) != self.positions.next_offset(tp)
+                tp for tp in assigned if self._committed.get(tp) != self.positions.next_offset(tp)
             }
             if behind:
                 log.info("committing %d partition(s) past their last commit", len(behind))
                 await self._commit(behind)
+            await self._unstall(assigned)
+
+    async def _unstall(self, assigned: set[TP]) -> None:
+        """Seek a partition again whose records have waited unprocessed for STALL_S and more.
+
+        Measured: the survivor of a SIGKILLed peer left 11 records of the
+        partitions it took over unprocessed and uncommitted, its input idle,
+        until the test gave up 240 s later. Likely cause: Faust drops a
+        fetched record below its own read position per partition, a record
+        fetched before a seek may still raise that position after it
+        (jobs/ingest/input_positions.py), and when that record never reaches
+        a batch (its queue cleared at the rebalance) no batch seeks again.
+        """
+        now = time.monotonic()
+        stalled: list[TP] = []
+        for tp in assigned:
+            offset = self.positions.next_offset(tp)
+            last, since = self._progress.get(tp, (None, now))
+            if last != offset:
+                self._progress[tp] = (offset, now)
+            elif now - since >= STALL_S:
+                stalled.append(tp)
+        if not stalled:
+            return
+        ends = await asyncio.to_thread(
+            self.offsets.log_ends, [(tp.topic, tp.partition) for tp in stalled]
+        )
+        for tp in stalled:
+            offset = self.positions.next_offset(tp)
+            self._progress[tp] = (offset, now)  # one look per STALL_S
+            end = ends.get((tp.topic, tp.partition), offset)
+            # Records that were there at the last look and are still not
+            # processed: not records just published after an idle spell.
+            waiting, self._waiting[tp] = self._waiting.get(tp), offset if end > offset else None
+            if end > offset and waiting == offset:
+                log.warning(
+                    "%s stood still at offset %d for %.0f s, its end at %d: re-reading from there",
+                    tp,
+                    offset,
+                    2 * STALL_S,
+                    end,
+                )
+                await self.app.consumer.seek_wait({tp: offset})
 
     async def _handle(self, messages: Sequence[Any]) -> None:
         started = time.perf_counter()
@@ -187,8 +235,13 @@ class IngestAgent:
         sent = [fut for messages in batch.messages for fut in await self._publish(messages)]
         await asyncio.gather(*sent)
         ingest_metrics.observe_batch(batch, datetime.now(UTC))
-        for key, snapshot in batch.snapshots.items():
-            self.table[key] = snapshot  # re-assigned: emits the changelog record
+        # Every state's changelog record acknowledged before the commit. Not
+        # through the producer's flush: it gives up once 0.1 s pass without a
+        # send from Faust's buffer, and a snapshot too large to share a batch
+        # waits for the one before it — measured with two workers: a
+        # partition's changelog held 3 records when ~100 of its events were
+        # committed, so a worker dying then would leave states behind commits.
+        await asyncio.gather(*(self._write_state(k, s) for k, s in batch.snapshots.items()))
         await self._commit({m.tp for m in admission.admitted})
         log.info(
             "batch: %d records (%d dropped), %d ops, %d dead letters%s in %.0f ms",
@@ -237,16 +290,22 @@ class IngestAgent:
     ) -> None:
         # Faust sends on_partitions_revoked(sender, revoked, signal=...).
         revoked: set[TP] = args[0]
-        self.positions.forget(revoked)
-        for tp in revoked:
-            self._committed.pop(tp, None)
+        # The batch in hand finishes first: outputs, states and its commit,
+        # which the group still accepts while it prepares the rebalance. Faust
+        # waits for in-flight events itself only when they are acked, and the
+        # input topics are not (module docstring); forgetting the positions
+        # under a running batch made its commit raise KeyError and the worker
+        # exit 70 — measured: the survivor of a SIGKILLed peer exited at the
+        # rebalance that handed it the dead worker's partitions.
+        async with self._batch_lock:
+            self.positions.forget(revoked)
+            for tp in revoked:
+                self._committed.pop(tp, None)
+                self._progress.pop(tp, None)
+                self._waiting.pop(tp, None)
 
     async def _commit(self, tps: set[Any]) -> None:
         """Commit the batch's partitions at their next offsets, all output being in Kafka."""
-        # The changelog records of the states just written are still in the
-        # producer's buffer; a commit before they are acknowledged could skip
-        # events whose state never reached the changelog.
-        await self.app.producer.flush()
         positions = {tp: self.positions.next_offset(tp) for tp in tps}
         # Consumer._commit is the hook Faust's own commits end in (the aiokafka
         # driver commits to the group, only partitions still assigned, and
@@ -269,6 +328,15 @@ class IngestAgent:
             value=message.value if message.value is not None else b"",
             read_at=ingest_metrics.broker_time(getattr(message, "timestamp", None)),
         )
+
+    def _write_state(self, key: str, snapshot: dict[str, Any]) -> Awaitable[RecordMetadata]:
+        """Store a user's state in the table; the future resolves when its changelog record is."""
+        # What ``table[key] = snapshot`` does, keeping the send's future it drops.
+        sent: Awaitable[RecordMetadata] = self.table.send_changelog(
+            self.table.partition_for_key(key), key, snapshot
+        )
+        self.table.data[key] = snapshot
+        return sent
 
     def _encode_state(self, snapshot: dict[str, Any]) -> bytes:
         return table_codec(snapshot, self.config.max_message_bytes)
