@@ -18,6 +18,7 @@ import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from connectors import kafka_admin
 from connectors.kafka_io import KeyedProducer, Record, end_offsets, read_topic
@@ -37,6 +38,10 @@ MAX_MESSAGE_BYTES = 8 * 1024 * 1024
 # on the 2 shared cores (load ~12) and a batch of 8 turns up to 5 s; a worker
 # that has not caught up within this is stuck.
 CATCH_UP_TIMEOUT_S = 240.0
+# MiniLM's batched forward pass pads to the longest text of the batch, which
+# moves the last bits of a vector with the batch's composition; decisions
+# (ids, values, versions, validity) must match exactly, vectors to this.
+VECTOR_TOLERANCE = 1e-5
 # The NLP libraries must never reach for a hub (docs/dependencies.md), in tests least of all.
 _OFFLINE_ENV = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
 
@@ -220,3 +225,31 @@ def read_outputs(bootstrap: str, namespace: str) -> Outputs:
             for r in read_topic(bootstrap, Topics(namespace).dlq)
         ],
     )
+
+
+def same_op(left: str | bytes, right: str | bytes) -> bool:
+    """Whether two serialised ops are the same decision, their vectors within VECTOR_TOLERANCE."""
+    a, b = MemoryOperation.model_validate_json(left), MemoryOperation.model_validate_json(right)
+    vectors_a, vectors_b = _vectors(a), _vectors(b)
+    if len(vectors_a) != len(vectors_b):
+        return False
+    close = all(
+        abs(x - y) <= VECTOR_TOLERANCE
+        for va, vb in zip(vectors_a, vectors_b, strict=True)
+        for x, y in zip(va, vb, strict=True)
+    )
+    return close and _decision(a) == _decision(b)
+
+
+def _vectors(op: MemoryOperation) -> list[list[float]]:
+    # MiniLM's floats move in the last digits with the batch a text is padded in.
+    if op.episode is not None:
+        return [op.episode.vector or []]
+    encoding = op.record.encoding if op.record is not None else None
+    if encoding is None:
+        return []
+    return [encoding.transe, encoding.text, encoding.combined, list(encoding.hashed.values())]
+
+
+def _decision(op: MemoryOperation) -> dict[str, Any]:
+    return op.model_dump(mode="json", exclude={"record": {"encoding"}, "episode": {"vector"}})

@@ -18,7 +18,6 @@ from collections import Counter, defaultdict
 from collections.abc import Generator, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import pytest
 from ingest_helpers import (
@@ -34,6 +33,7 @@ from ingest_helpers import (
     parse_op,
     publish,
     read_outputs,
+    same_op,
     sample_messages,
     wait_caught_up,
 )
@@ -46,7 +46,7 @@ from memstream.settings import Settings
 from pipelines.ingest import SourceRecord
 from pipelines.review import UserMemoryState
 from schemas.deadletter import DeadLetterReason
-from schemas.ops import MemoryOperation, OpType
+from schemas.ops import OpType
 from schemas.topics import (
     CRM_WEBHOOKS,
     DIALOGUE_EVENTS,
@@ -68,38 +68,6 @@ KILLS = {DIALOGUE_EVENTS: 3, USER_ACTIONS: 0, CRM_WEBHOOKS: 0}
 # Small batches in the crash run: many batch boundaries to die between and a
 # batch composition unlike the fault-free run's (64).
 CRASH_BATCH_SIZE = "2"
-# MiniLM's batched forward pass pads to the longest text of the batch, which
-# moves the last bits of a vector with the batch's composition; decisions
-# (ids, values, versions, validity) must match exactly, vectors to this.
-VECTOR_TOLERANCE = 1e-5
-
-
-def _same_op(left: str | bytes, right: str | bytes) -> bool:
-    """Whether two serialised ops are the same decision with the same vectors."""
-    a, b = MemoryOperation.model_validate_json(left), MemoryOperation.model_validate_json(right)
-    vectors_a, vectors_b = _vectors(a), _vectors(b)
-    if len(vectors_a) != len(vectors_b):
-        return False
-    close = all(
-        abs(x - y) <= VECTOR_TOLERANCE
-        for va, vb in zip(vectors_a, vectors_b, strict=True)
-        for x, y in zip(va, vb, strict=True)
-    )
-    return close and _decision(a) == _decision(b)
-
-
-def _vectors(op: MemoryOperation) -> list[list[float]]:
-    # MiniLM's floats move in the last digits with the batch a text is padded in.
-    if op.episode is not None:
-        return [op.episode.vector or []]
-    encoding = op.record.encoding if op.record is not None else None
-    if encoding is None:
-        return []
-    return [encoding.transe, encoding.text, encoding.combined, list(encoding.hashed.values())]
-
-
-def _decision(op: MemoryOperation) -> dict[str, Any]:
-    return op.model_dump(mode="json", exclude={"record": {"encoding"}, "episode": {"vector"}})
 
 
 def _bad_messages(topic: str) -> list[tuple[Message, DeadLetterReason, str]]:
@@ -272,7 +240,7 @@ def test_worker_emits_exactly_the_pipelines_ops(fault_free: Run, reference: dict
     assert max(counts.values()) == 1  # no faults, no duplicates
     assert set(counts) == set(reference)
     for record in fault_free.outputs.ops:
-        assert _same_op(record.value, reference[parse_op(record).op_id])
+        assert same_op(record.value, reference[parse_op(record).op_id])
 
 
 def test_ops_land_on_their_users_input_partition(fault_free: Run) -> None:
@@ -333,11 +301,11 @@ def test_sigkill_mid_stream_loses_nothing_and_resumes(
         expected = {(d.topic, d.partition, d.offset) for d in fault_free.outputs.dead_letters}
         assert dead == expected
         # Nothing lost, nothing new: the fault-free run's ops; a re-decided copy
-        # is the same decision (vectors within float noise, see VECTOR_TOLERANCE).
+        # is the same decision (vectors within float noise: ingest_helpers.same_op).
         by_id: dict[str, list[bytes]] = defaultdict(list)
         for record in crashed.outputs.ops:
             by_id[parse_op(record).op_id].append(record.value)
-        assert all(_same_op(copies[0], other) for copies in by_id.values() for other in copies)
+        assert all(same_op(copies[0], other) for copies in by_id.values() for other in copies)
         assert crashed.outputs.op_ids() == fault_free.outputs.op_ids()
     finally:
         runs.close()
