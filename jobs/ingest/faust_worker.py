@@ -134,8 +134,16 @@ class IngestAgent:
         self.table = app.Table(
             TABLE_NAME,
             # Raw UTF-8 keys: the same bytes as the input records' keys, so the
-            # partitioner puts a user's state on their events' partition.
-            schema=faust.Schema(key_type=str, key_serializer="raw", value_serializer=TABLE_CODEC),
+            # partitioner puts a user's state on their events' partition. Faust
+            # takes a table's key serializer from its key type alone (bytes:
+            # raw); a schema's is ignored, and with one the keys went out as
+            # JSON strings, hashed to other partitions than their users'
+            # events. One worker owns every partition and never noticed; with
+            # two, each kept only the states on its own changelog partitions
+            # after a rebalance (Faust's memory store drops the rest), and
+            # measured, some users' next turns were decided without their
+            # facts and pending items.
+            key_type=bytes,
             partitions=partitions,
             use_partitioner=True,
             # Snapshots reach ~5 MiB at the ReviewConfig caps (review/config.py).
@@ -332,17 +340,18 @@ class IngestAgent:
     def _write_state(self, key: str, snapshot: dict[str, Any]) -> Awaitable[RecordMetadata]:
         """Store a user's state in the table; the future resolves when its changelog record is."""
         # What ``table[key] = snapshot`` does, keeping the send's future it drops.
+        raw = key.encode()
         sent: Awaitable[RecordMetadata] = self.table.send_changelog(
-            self.table.partition_for_key(key), key, snapshot
+            self.table.partition_for_key(raw), raw, snapshot
         )
-        self.table.data[key] = snapshot
+        self.table.data[raw] = snapshot
         return sent
 
     def _encode_state(self, snapshot: dict[str, Any]) -> bytes:
         return table_codec(snapshot, self.config.max_message_bytes)
 
     def _load_state(self, key: str) -> UserMemoryState | None:
-        snapshot = self.table.get(key)
+        snapshot = self.table.get(key.encode())
         return UserMemoryState.restore(snapshot) if snapshot is not None else None
 
     async def _publish(self, messages: Sequence[Message]) -> list[Awaitable[RecordMetadata]]:
