@@ -1,24 +1,33 @@
-"""Two ``memstream worker`` processes in one group on 6 partitions: SIGKILL one mid-stream.
+"""Two ``memstream worker`` processes in one group on 6 partitions: SIGKILL one, start it again.
 
 Issue 13's proof that the Faust worker scales out. Two workers run as
 subprocesses (``python -m jobs.cli.worker``, as an operator starts them) in one
 consumer group on private topics of 6 partitions. The dialogue sample, copied
 under several users per sample user so that every partition carries some, is
-published once both have joined and split the partitions, so both work on it.
-Once the victim has processed a batch, it is SIGKILLed while the group has not
-committed its partitions to their end. The survivor must own all 6 partitions
-once the group drops the dead member (after its session timeout,
-``faust_worker.SESSION_TIMEOUT_S``) and commit every partition to its end.
+published in two parts: each user's first turns, then the rest.
 
-``memory.ops`` (read_committed) must then hold exactly the operations of the
-reference — the pure pipeline run in this process over the records the workers
-consumed: none lost, none the pipeline does not make, each the same decision.
-Each once, but for what a SIGKILL may leave by design (docs/guarantees.md: the
-worker's output is at least once, its effect exactly once, the sink applying an
-op id once): operations the victim published from its batch in hand before it
-died, which the survivor decides again, identically. Those may appear twice,
-and only those: records of the victim's partitions at or past the group's
-commit at the kill, one batch at most.
+1. Both workers join and split the partitions; then part 1 is published, so
+   both work on it.
+2. Once the victim has processed a batch of part 1, it is SIGKILLed while the
+   group has not committed its partitions to their end. The survivor must own
+   all 6 partitions once the group drops the dead member (after its session
+   timeout, ``faust_worker.SESSION_TIMEOUT_S``) and commit every partition to
+   its end.
+3. The victim is started again and part 2 is published the moment its stages
+   are loaded (Faust starts): the survivor is in the middle of part 2 when the
+   group rebalances. Both must own partitions again, the restarted worker must
+   process records of its own, and every partition must be committed to its end.
+
+After 2 and after 3, ``memory.ops`` (read_committed) must hold exactly the
+operations of the reference — the pure pipeline run in this process over the
+records the workers consumed: none lost, none the pipeline does not make, each
+the same decision. Each once, but for what a SIGKILL may leave by design
+(docs/guarantees.md: the worker's output is at least once, its effect exactly
+once, the sink applying an op id once): operations the victim published from
+its batch in hand before it died, which the survivor decides again,
+identically. Those may appear twice, and only those: records of the victim's
+partitions at or past the group's commit at the kill, one batch at most. The
+rebalance of step 3 adds no copy at all.
 
 The group, the assignment and the owners are read from Kafka (the group's
 description: members and their partitions); a member is matched to its
@@ -30,6 +39,7 @@ from __future__ import annotations
 import json
 import random
 import re
+import signal
 import time
 import uuid
 from collections import Counter
@@ -68,8 +78,7 @@ from schemas.topics import DIALOGUE_EVENTS, Topics
 
 PARTITIONS = 6
 # Copies of each of the sample's 8 users: 24 users, so that every one of the
-# 6 partitions carries several (checked), 702 turns in all: the survivor is
-# still at it well after the kill.
+# 6 partitions carries several (checked), 702 turns in all.
 COPIES = 3
 # Small batches: many batch boundaries to die between, and a victim that is
 # far from done with its partitions after its first batch.
@@ -79,6 +88,9 @@ BATCH_SIZE = 8
 KILL_DELAY_S = (0.0, 1.5)
 _MEMBER_ID = re.compile(r"with member_id (\S+)")
 _BATCH = re.compile(r"batch: (\d+) records")
+# Faust's first line, once the stages are loaded: the worker joins the group
+# a few seconds later (3.5 s measured under load).
+_STARTING = "[^Worker]: Starting"
 
 ALL_PARTITIONS = set(range(PARTITIONS))
 Assignment = dict[str, set[int]]  # member id or role → its partitions of the input topic
@@ -96,11 +108,18 @@ def _copy(line: bytes, copy: int) -> Message:
     return f"{event['tenant_id']}:{event['user_id']}", json.dumps(event).encode()
 
 
-def _stream() -> list[Message]:
-    """The dialogue sample, each event followed by its copies."""
-    return [
-        _copy(line, copy) for _, line in sample_messages(DIALOGUE_EVENTS) for copy in range(COPIES)
-    ]
+def _parts() -> tuple[list[Message], list[Message]]:
+    """Part 1 (each user's first half of the sample's turns) and part 2 (the rest)."""
+    sample = sample_messages(DIALOGUE_EVENTS)
+    per_user = Counter(key for key, _ in sample)
+    seen: Counter[str | None] = Counter()
+    first: list[Message] = []
+    second: list[Message] = []
+    for key, line in sample:
+        seen[key] += 1
+        part = first if seen[key] <= per_user[key] // 2 else second
+        part.extend(_copy(line, copy) for copy in range(COPIES))
+    return first, second
 
 
 @dataclass
@@ -108,20 +127,27 @@ class Scenario:
     """What the two workers did, as read from Kafka and their logs.
 
     Assignments are keyed by role: ``victim`` and ``survivor``, then
-    ``survivor`` alone.
+    ``survivor`` alone, then ``survivor`` and ``restarted``.
     """
 
     namespace: str
     source: str
     before_kill: Assignment = field(default_factory=dict)
-    ends: Offsets = field(default_factory=dict)
+    ends_part1: Offsets = field(default_factory=dict)
     committed_at_kill: Offsets = field(default_factory=dict)
     after_kill: Assignment = field(default_factory=dict)
-    committed_end: Offsets = field(default_factory=dict)
-    ops: list[Record] = field(default_factory=list)
-    inputs: list[Record] = field(default_factory=list)
+    committed_part1: Offsets = field(default_factory=dict)
+    ops_part1: list[Record] = field(default_factory=list)
+    inputs_part1: list[Record] = field(default_factory=list)
+    after_restart: Assignment = field(default_factory=dict)
+    restarted_records: int = 0
+    ends_final: Offsets = field(default_factory=dict)
+    committed_final: Offsets = field(default_factory=dict)
+    ops_final: list[Record] = field(default_factory=list)
+    inputs_final: list[Record] = field(default_factory=list)
     exit_codes: list[int] = field(default_factory=list)
-    reference: Ops = field(default_factory=dict)
+    reference_part1: Ops = field(default_factory=dict)
+    reference_final: Ops = field(default_factory=dict)
 
 
 def _assignment(bootstrap: str, group: str, topic: str) -> Assignment | None:
@@ -204,7 +230,7 @@ def _wait_committed(
 
 
 class ReferencePipeline:
-    """The pure pipeline in this process, its stages loaded like a worker's."""
+    """The pure pipeline in this process, fed part after part, its user states carried over."""
 
     def __init__(self, settings: Settings) -> None:
         """Load the stages (as a worker does)."""
@@ -212,7 +238,7 @@ class ReferencePipeline:
         self.states: dict[str, UserMemoryState] = {}
 
     def ops_of(self, records: Sequence[Record]) -> Ops:
-        """The operations of ``records``, one user's events after another's in offset order."""
+        """The operations of ``records`` after every part fed before."""
         # Per partition in offset order: each user's events in the order a worker sees them.
         ordered = sorted(records, key=lambda r: (r.partition, r.offset))
         source = [
@@ -236,10 +262,10 @@ def _run(settings: Settings, log_dir: Path) -> Iterator[Scenario]:
     namespace = f"test.workers.{uuid.uuid4().hex[:10]}."
     source = Topics(namespace).name(DIALOGUE_EVENTS)
     rng = random.Random(namespace)  # noqa: S311 - victim and kill timing, not security
-    stream = _stream()
+    part1, part2 = _parts()
     create_topics(bootstrap, namespace, PARTITIONS)
-    # The reference's stages load in a thread while the workers load theirs:
-    # the module's time is mostly model loading.
+    # The reference runs in a thread while the workers load and while the
+    # victim restarts: the module's time is mostly model loading.
     background = ThreadPoolExecutor(max_workers=1)
     loading = background.submit(ReferencePipeline, settings)
     options = ("--batch-size", str(BATCH_SIZE), "--metrics-port", "0")
@@ -249,28 +275,51 @@ def _run(settings: Settings, log_dir: Path) -> Iterator[Scenario]:
     workers = [victim, survivor]
     run = Scenario(namespace, source)
     try:
-        # Both in the group before any input, so that both work on it.
+        # 1. Both in the group before any input, so that both work on part 1.
         roles = {"victim": (victim, 0), "survivor": (survivor, 0)}
         run.before_kill = _wait_assignment(bootstrap, namespace, roles)
         since = len(_log(victim))
-        publish(bootstrap, source, stream)
-        run.ends = log_ends(bootstrap, [source])
+        publish(bootstrap, source, part1)
+        run.ends_part1 = log_ends(bootstrap, [source])
         _wait(
             "the victim's first batch", lambda: _records_processed(victim, since) or None, workers
         )
         time.sleep(rng.uniform(*KILL_DELAY_S))
         victim.kill()
-        run.committed_at_kill = committed(OffsetReader(bootstrap), namespace, run.ends)
+        run.committed_at_kill = committed(OffsetReader(bootstrap), namespace, run.ends_part1)
 
-        # The survivor alone: every partition, every record.
+        # 2. The survivor alone: every partition, every record of part 1.
         workers = [survivor]
         run.after_kill = _wait_assignment(bootstrap, namespace, {"survivor": (survivor, 0)})
-        run.committed_end = _wait_committed(bootstrap, namespace, run.ends, workers)
-        run.ops = read_topic(bootstrap, Topics(namespace).memory_ops)
-        run.inputs = read_topic(bootstrap, source)
-        reference = background.submit(lambda: loading.result().ops_of(run.inputs))
-        run.exit_codes = [survivor.stop()]
-        run.reference = reference.result()
+        run.committed_part1 = _wait_committed(bootstrap, namespace, run.ends_part1, workers)
+        run.ops_part1 = read_topic(bootstrap, Topics(namespace).memory_ops)
+        run.inputs_part1 = read_topic(bootstrap, source)
+        reference1 = background.submit(lambda: loading.result().ops_of(run.inputs_part1))
+
+        # 3. The victim again; part 2 lands on the survivor just before the rebalance.
+        since = len(_log(victim))
+        restarted = victim.restart()
+        workers = [survivor, restarted]
+        _wait(
+            "the restarted worker's start",
+            lambda: _STARTING in _log(restarted, since) or None,
+            workers,
+        )
+        publish(bootstrap, source, part2)
+        run.ends_final = log_ends(bootstrap, [source])
+        roles = {"survivor": (survivor, 0), "restarted": (restarted, since)}
+        run.after_restart = _wait_assignment(bootstrap, namespace, roles)
+        run.committed_final = _wait_committed(bootstrap, namespace, run.ends_final, workers)
+        run.restarted_records = _records_processed(restarted, since)
+        run.ops_final = read_topic(bootstrap, Topics(namespace).memory_ops)
+        run.inputs_final = read_topic(bootstrap, source)
+        for worker in workers:  # both at once: each stop waits out a rebalance
+            worker.process.send_signal(signal.SIGTERM)
+        run.exit_codes = [worker.process.wait(timeout=60) for worker in workers]
+        part1 = {(r.partition, r.offset) for r in run.inputs_part1}
+        part2 = [r for r in run.inputs_final if (r.partition, r.offset) not in part1]
+        run.reference_part1 = reference1.result()
+        run.reference_final = run.reference_part1 | loading.result().ops_of(part2)
         yield run
     finally:
         for worker in workers:
@@ -321,8 +370,12 @@ def _assert_exactly(
     return repeated
 
 
-def test_every_partition_carries_events(scenario: Scenario) -> None:
-    assert {p for (_, p), end in scenario.ends.items() if end > 0} == ALL_PARTITIONS
+def test_every_partition_carries_both_parts(scenario: Scenario) -> None:
+    ends1 = {p: end for (_, p), end in scenario.ends_part1.items()}
+    ends = {p: end for (_, p), end in scenario.ends_final.items()}
+    assert set(ends) == ALL_PARTITIONS
+    for partition in ALL_PARTITIONS:
+        assert 0 < ends1[partition] < ends[partition], partition
 
 
 def test_both_workers_share_the_partitions_before_the_kill(scenario: Scenario) -> None:
@@ -335,7 +388,7 @@ def test_both_workers_share_the_partitions_before_the_kill(scenario: Scenario) -
 def test_the_kill_lands_mid_stream_on_the_victims_partitions(scenario: Scenario) -> None:
     unfinished = {
         p
-        for (topic, p), end in scenario.ends.items()
+        for (topic, p), end in scenario.ends_part1.items()
         if scenario.committed_at_kill[(topic, p)] < end
     }
     assert unfinished & scenario.before_kill["victim"], "killed after its partitions were done"
@@ -349,10 +402,27 @@ def _in_the_victims_last_batch(scenario: Scenario) -> Callable[[Source], bool]:
 
 def test_the_survivor_takes_over_every_partition_and_loses_nothing(scenario: Scenario) -> None:
     assert scenario.after_kill == {"survivor": ALL_PARTITIONS}
-    assert scenario.committed_end == scenario.ends
+    assert scenario.committed_part1 == scenario.ends_part1
     for position, offset in scenario.committed_at_kill.items():
-        assert scenario.committed_end[position] >= offset
+        assert scenario.committed_part1[position] >= offset
     may_repeat = _in_the_victims_last_batch(scenario)
-    repeated = _assert_exactly(scenario.ops, scenario.reference, may_repeat)
+    repeated = _assert_exactly(scenario.ops_part1, scenario.reference_part1, may_repeat)
     assert len(repeated) <= BATCH_SIZE, sorted(repeated)
-    assert scenario.exit_codes == [0]  # SIGTERM: the survivor stops cleanly
+
+
+def test_the_restarted_worker_gets_partitions_back_and_the_output_stays_exact(
+    scenario: Scenario,
+) -> None:
+    assert scenario.after_restart["survivor"] and scenario.after_restart["restarted"]
+    assert scenario.restarted_records > 0, "the restarted worker processed none of part 2"
+    assert scenario.committed_final == scenario.ends_final
+    _assert_exactly(
+        scenario.ops_final, scenario.reference_final, _in_the_victims_last_batch(scenario)
+    )
+    # Step 3 adds no copy: part 1's operations as they were, part 2's once each.
+    in_part1 = {(r.partition, r.offset) for r in scenario.inputs_part1}
+    again = [r for r in scenario.ops_final if _source(r) in in_part1]
+    assert Counter(r.value for r in again) == Counter(r.value for r in scenario.ops_part1)
+    part2 = Counter(parse_op(r).op_id for r in scenario.ops_final if _source(r) not in in_part1)
+    assert part2 and max(part2.values()) == 1
+    assert scenario.exit_codes == [0, 0]  # SIGTERM: both stop cleanly
