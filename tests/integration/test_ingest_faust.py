@@ -91,10 +91,12 @@ def _bad_messages(topic: str) -> list[tuple[Message, DeadLetterReason, str]]:
         event = base | {"action_type": "store_memory", "properties": {"note": "no triple"}}
         bad.append(((BAD_KEY, json.dumps(event).encode()), DeadLetterReason.PROCESSING_ERROR, ""))
     if topic == CRM_WEBHOOKS:
-        # Valid as an event; a fact's object is capped at 1024 characters.
+        # A changed value longer than a fact's object (1,024 characters) breaks
+        # the contract itself (schemas/bounds.py), not a later stage.
         change = {"notes": {"old": None, "new": "x" * 2000}}
         event = base | {"source": "salesforce", "entity": "contact", "changes": change}
-        bad.append(((BAD_KEY, json.dumps(event).encode()), DeadLetterReason.PROCESSING_ERROR, ""))
+        message = (BAD_KEY, json.dumps(event).encode())
+        bad.append((message, DeadLetterReason.SCHEMA_VIOLATION, "validate"))
     return bad
 
 
