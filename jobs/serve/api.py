@@ -48,6 +48,7 @@ from pydantic import (
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from connectors.kafka_io import DeliveryFailed
+from jobs.serve.auth import presented_key, unauthorized
 from jobs.serve.dashboard import LagCollector, LagSampler, add_dashboard
 from jobs.serve.keys import ApiKeyring
 from jobs.serve.memory_service import (
@@ -225,25 +226,17 @@ _bearer = HTTPBearer(auto_error=False, description="`Authorization: Bearer <API 
 _api_key_header = APIKeyHeader(name="X-API-Key", auto_error=False, description="The API key.")
 
 
-def _unauthorized(detail: str) -> HTTPException:
-    return HTTPException(
-        status.HTTP_401_UNAUTHORIZED, detail, headers={"WWW-Authenticate": "Bearer"}
-    )
-
-
 def _tenant(
     request: Request,
     bearer: Annotated[HTTPAuthorizationCredentials | None, Security(_bearer)],
     header_key: Annotated[str | None, Security(_api_key_header)],
 ) -> str:
     """The tenant of the presented API key; 401 when missing, unknown or ambiguous."""
-    presented = bearer.credentials if bearer else None
-    if presented and header_key and presented != header_key:
-        raise _unauthorized("two different API keys presented")
+    key = presented_key(bearer, header_key, "API key")
     keyring: ApiKeyring = request.app.state.keyring
-    tenant = keyring.tenant_for(presented or header_key)
+    tenant = keyring.tenant_for(key)
     if tenant is None:
-        raise _unauthorized("missing or unknown API key")
+        raise unauthorized("missing or unknown API key")
     return tenant
 
 

@@ -31,13 +31,14 @@ from datetime import datetime
 from importlib.resources import files
 from typing import Annotated, Protocol
 
-from fastapi import Body, Depends, FastAPI, HTTPException, Path, Request, Security, status
+from fastapi import Body, Depends, FastAPI, Path, Request, Security
 from fastapi.responses import HTMLResponse
 from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBearer
 from pydantic import Field, StringConstraints
 
 from connectors.protocols import EpisodicReader, WorkingMemoryReader
 from connectors.redis_memory import PendingEntry, ReviewEntry
+from jobs.serve.auth import presented_key, unauthorized
 from jobs.serve.keys import Operator, OperatorKeyring
 from schemas._base import Frozen, Identifier
 from schemas.episodes import Episode
@@ -293,25 +294,17 @@ _bearer = HTTPBearer(auto_error=False, description="`Authorization: Bearer <oper
 _operator_header = APIKeyHeader(name="X-Operator-Key", auto_error=False)
 
 
-def _unauthorized(detail: str) -> HTTPException:
-    return HTTPException(
-        status.HTTP_401_UNAUTHORIZED, detail, headers={"WWW-Authenticate": "Bearer"}
-    )
-
-
 def _operator(
     request: Request,
     bearer: Annotated[HTTPAuthorizationCredentials | None, Security(_bearer)],
     header_key: Annotated[str | None, Security(_operator_header)],
 ) -> Operator:
     """The operator of the presented key; 401 when missing, unknown or ambiguous."""
-    presented = bearer.credentials if bearer else None
-    if presented and header_key and presented != header_key:
-        raise _unauthorized("two different operator keys presented")
+    key = presented_key(bearer, header_key, "operator key")
     keyring: OperatorKeyring = request.app.state.operator_keyring
-    operator = keyring.operator_for(presented or header_key)
+    operator = keyring.operator_for(key)
     if operator is None:
-        raise _unauthorized("missing or unknown operator key")
+        raise unauthorized("missing or unknown operator key")
     return operator
 
 
