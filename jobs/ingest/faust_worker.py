@@ -61,7 +61,7 @@ import asyncio
 import logging
 import os
 import time
-from collections.abc import Awaitable, Sequence
+from collections.abc import Awaitable, Iterable, Sequence
 from datetime import UTC, datetime
 from typing import Any, cast
 
@@ -72,7 +72,7 @@ from mode.types.signals import BaseSignalT
 
 from connectors.kafka_offsets import OffsetReader
 from jobs.ingest import metrics as ingest_metrics
-from jobs.ingest.input_positions import InputPositions, first_offset_from
+from jobs.ingest.input_positions import InputPositions, Unseen, first_offset_from
 from jobs.ingest.stages import Message, load_pipeline, run_batch
 from jobs.ingest.worker_config import WorkerConfig
 from jobs.metrics_endpoint import serve_metrics
@@ -126,6 +126,8 @@ class IngestAgent:
         self._progress: dict[TP, tuple[int, float]] = {}
         # Per partition: the next offset it stood still at with records behind it.
         self._waiting: dict[TP, int | None] = {}
+        self._unseen = Unseen(STALL_S)
+        self._inputs = set(config.topics.inputs)
         self.offsets = OffsetReader(config.bootstrap)
         app.on_partitions_revoked.connect(self._on_revoked)
         raw: dict[str, Any] = {"key_serializer": "raw", "value_serializer": "raw"}
@@ -178,7 +180,8 @@ class IngestAgent:
     async def recommit(self) -> None:
         """Commit again every partition processed past its last commit; seek stalled ones again."""
         async with self._batch_lock:
-            assigned = {tp for tp in self.app.consumer.assignment() if self.positions.known(tp)}
+            assignment = self.app.consumer.assignment()
+            assigned = {tp for tp in assignment if self.positions.known(tp)}
             behind = {
                 tp for tp in assigned if self._committed.get(tp) != self.positions.next_offset(tp)
             }
@@ -186,6 +189,9 @@ class IngestAgent:
                 log.info("committing %d partition(s) past their last commit", len(behind))
                 await self._commit(behind)
             await self._unstall(assigned)
+            await self._unstall_unseen(
+                tp for tp in assignment if tp.topic in self._inputs and tp not in assigned
+            )
 
     async def _unstall(self, assigned: set[TP]) -> None:
         """Seek a partition again whose records have waited unprocessed for STALL_S and more.
@@ -228,6 +234,35 @@ class IngestAgent:
                     end,
                 )
                 await self.app.consumer.seek_wait({tp: offset})
+
+    async def _unstall_unseen(self, unseen: Iterable[TP]) -> None:
+        """Seek an assigned partition again that has sent nothing for STALL_S while records wait.
+
+        ``_unstall`` sees only partitions a record has come from (``Unseen``).
+        Such a partition continues at the group's commit, or at the log's
+        start without one, as ``_with_known_positions`` starts it.
+        """
+        due = cast(list[TP], self._unseen.due(unseen, time.monotonic()))
+        if not due:
+            return
+        positions = [(tp.topic, tp.partition) for tp in due]
+        committed = await asyncio.to_thread(self.offsets.committed, self.config.app_id)
+        ends = await asyncio.to_thread(self.offsets.log_ends, positions)
+        fresh = [tp for tp in due if (tp.topic, tp.partition) not in committed]
+        earliest = await self.app.consumer.earliest_offsets(*fresh) if fresh else {}
+        for tp, position in zip(due, positions, strict=True):
+            start = committed[position] if position in committed else earliest[tp]
+            if ends.get(position, start) > start:
+                log.warning(
+                    "%s assigned but silent for %.0f s, records from offset %d to %d waiting: "
+                    "re-reading from %d",
+                    tp,
+                    STALL_S,
+                    start,
+                    ends[position],
+                    start,
+                )
+                await self.app.consumer.seek_wait({tp: start})
 
     async def _handle(self, messages: Sequence[Any]) -> None:
         started = time.perf_counter()

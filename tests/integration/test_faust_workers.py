@@ -221,12 +221,19 @@ def _wait_committed(
     bootstrap: str, namespace: str, ends: Offsets, workers: Sequence[Worker]
 ) -> Offsets:
     reader = OffsetReader(bootstrap)
+    last: Offsets = {}
 
     def done() -> Offsets | None:
         positions = committed(reader, namespace, ends)
+        last.clear()
+        last.update(positions)
         return positions if positions == ends else None
 
-    return _wait("commit of every partition to its end", done, workers)
+    try:
+        return _wait("commit of every partition to its end", done, workers)
+    except AssertionError as error:
+        behind = {tp: (last.get(tp), end) for tp, end in ends.items() if last.get(tp) != end}
+        raise AssertionError(f"{error}\nbehind, (committed, end): {behind}") from None
 
 
 class ReferencePipeline:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from jobs.ingest.input_positions import InputMessage, InputPositions
+from jobs.ingest.input_positions import InputMessage, InputPositions, Unseen
 
 P0 = ("dialogue.events", 0)
 P1 = ("dialogue.events", 1)
@@ -101,3 +101,21 @@ def test_forgotten_partitions_start_again_from_where_they_are_told() -> None:
     assert not positions.known(P0)
     positions.start(P0, 10)  # another worker owned it meanwhile and committed 10
     assert _offsets(positions.admit(_batch(P0, 10)).admitted) == [10]
+
+
+def test_an_assigned_partition_silent_for_the_patience_is_due_once_per_patience() -> None:
+    unseen = Unseen(patience_s=5.0)
+    assert unseen.due([P0], now=100.0) == []
+    assert unseen.due([P0], now=104.9) == []
+    assert unseen.due([P0], now=105.0) == [P0]
+    assert unseen.due([P0], now=106.0) == []  # looked at: the next look is a patience later
+    assert unseen.due([P0], now=110.0) == [P0]
+
+
+def test_a_partition_seen_or_revoked_meanwhile_starts_its_patience_again() -> None:
+    unseen = Unseen(patience_s=5.0)
+    unseen.due([P0, P1], now=100.0)
+    assert unseen.due([P1], now=103.0) == []  # P0 delivered a record (or was revoked)
+    assert unseen.due([P0, P1], now=105.0) == [P1]
+    assert unseen.due([P0], now=109.0) == []  # P0 unseen again only since 105
+    assert unseen.due([P0], now=110.0) == [P0]
