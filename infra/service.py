@@ -97,6 +97,10 @@ class Service(ABC):
     def after_healthy(self) -> None:  # noqa: B027 - an optional hook; most services need none
         """Set-up that needs the running service (e.g. Kafka topics); idempotent."""
 
+    def environ(self) -> dict[str, str] | None:
+        """The environment the process runs with; None: the caller's own."""
+        return None
+
     def pid(self) -> int | None:
         """The pid of our running process, if any."""
         return process.running_pid(self.pid_file)
@@ -110,7 +114,9 @@ class Service(ABC):
             # state dir, a developer's own server): reuse it rather than collide.
             return False
         self.prepare()
-        process.spawn(self.command(), pid_file=self.pid_file, log_file=self.log_file)
+        process.spawn(
+            self.command(), pid_file=self.pid_file, log_file=self.log_file, env=self.environ()
+        )
         return True
 
     def wait_healthy(self, timeout_s: float) -> None:

@@ -176,6 +176,43 @@ class FlinkSettings(_Section):
     # intervals, because offsets move only when a checkpoint completes, and a
     # checkpoint may take a while: one missed commit, not a late one, is a stall.
     stall_after_s: float | None = Field(default=None, gt=0)
+    # Restarts of a failed job (a TaskManager lost, a broker hiccup) before it
+    # fails for good, this many seconds apart: three 5 s waits outlast a broker
+    # restart on this machine (~10 s); on a session cluster they must also
+    # outlast the JobManager noticing a dead TaskManager (heartbeat_* below).
+    restart_attempts: int = Field(default=3, ge=0)
+    restart_delay_s: float = Field(default=5.0, gt=0)
+
+    # The standalone session cluster (`memstream infra up --flink`,
+    # infra/flink_cluster.py): one JobManager and ``taskmanagers`` TaskManagers
+    # as local processes from the distribution inside the apache-flink package.
+    host: str = "127.0.0.1"
+    # REST API and web UI (Flink's 8081, moved like every memstream port: 18081
+    # is the MCP server's); `memstream flink --cluster HOST:PORT` names this one.
+    rest_port: int = Field(default=18481, ge=1, le=65535)
+    # JobManager RPC (Flink's 6123, moved likewise). TaskManagers, blob server
+    # and data exchange take free ports chosen at start (Flink's default, 0).
+    rpc_port: int = Field(default=16123, ge=1, le=65535)
+    taskmanagers: int = Field(default=2, ge=1)
+    # One slot each: a job of parallelism 2 then runs one subtask on each
+    # TaskManager, which is what the cluster is for (and 2 cores fit 2 Python workers).
+    slots_per_taskmanager: int = Field(default=1, ge=1)
+    # Process sizes (heap, managed memory for RocksDB and the Python worker,
+    # metaspace, overhead). Flink's defaults are 1600m / 1728m; the JobManager
+    # of one small job needs less, and the machine is shared.
+    jobmanager_memory: str = "1024m"
+    taskmanager_memory: str = "1728m"
+    # Flink's defaults (10 s / 50 s) let a SIGKILLed TaskManager hold the job
+    # for ~20-50 s before the JobManager gives up on it; 2 s beats with two
+    # missed RPCs (Flink's heartbeat.rpc-failure-threshold) notice it in ~5 s.
+    # The timeout stays long enough for a TaskManager busy on 2 loaded cores.
+    heartbeat_interval_s: float = Field(default=2.0, gt=0)
+    heartbeat_timeout_s: float = Field(default=20.0, gt=0)
+
+    @property
+    def rest_address(self) -> str:
+        """HOST:PORT of the cluster's REST API, as `flink run -m` takes it."""
+        return f"{self.host}:{self.rest_port}"
 
     @property
     def stall_after(self) -> float:
