@@ -48,6 +48,7 @@ HELDOUT_BLIND = [Path(__file__).parent / "devset" / f"heldout{n}.txt" for n in r
 # chat between friends, two of industries no other split has. Never trained on.
 BLIND_DIR = Path(__file__).parent / "devset" / "blind"
 BLIND_SPLITS = ("cs_clinic", "cs_school", "friends_a", "friends_b", "cs_insurance", "friends_c")
+BLIND_SPLITS += ("friends_d", "cs_professional")
 # Which LongMemEval questions the natural-dialogue compression samples.
 NATURAL_SEED = 29
 COMMIT_THRESHOLD = 0.82  # the review gate's commit threshold (docs/architecture.md, Stages)
