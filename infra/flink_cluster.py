@@ -188,6 +188,8 @@ class _FlinkProcess(Service):
     def __init__(self, settings: Settings) -> None:
         super().__init__(settings)
         self.files = FlinkFiles(settings)
+        # One data dir for the cluster (conf and tmp): the processes share both.
+        self.data_dir = self.files.conf_dir.parent
 
     @property
     def mode(self) -> Mode:

@@ -18,6 +18,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 from infra.chroma_server import ChromaServer
+from infra.flink_cluster import cluster_services
 from infra.kafka_broker import KafkaBroker
 from infra.neo4j_server import Neo4jServer
 from infra.redis_server import RedisServer
@@ -27,6 +28,11 @@ from memstream.settings import Settings
 # Start order; they start concurrently, this only orders the reports.
 SERVICE_TYPES: tuple[type[Service], ...] = (KafkaBroker, RedisServer, Neo4jServer, ChromaServer)
 SERVICE_NAMES: tuple[str, ...] = tuple(t.name for t in SERVICE_TYPES)
+# The Flink session cluster (JobManager and TaskManagers, infra/flink_cluster.py)
+# is one name here and opt-in: only the PyFlink engine on a cluster needs it,
+# and its three JVMs take ~5 GB, so a plain `up` leaves it out.
+FLINK = "flink"
+KNOWN_NAMES: tuple[str, ...] = (*SERVICE_NAMES, FLINK)
 
 
 @dataclass(frozen=True)
@@ -39,12 +45,21 @@ class StartReport:
     seconds: float  # from the start of ``up`` until it was healthy
 
 
-def select(settings: Settings, names: Collection[str] | None = None) -> list[Service]:
-    """The named services (all when ``names`` is empty or None), in start order."""
-    unknown = set(names or ()) - set(SERVICE_NAMES)
+def select(
+    settings: Settings, names: Collection[str] | None = None, *, flink: bool = False
+) -> list[Service]:
+    """The named services (the default ones when ``names`` is empty or None), in start order.
+
+    ``flink`` (or the name "flink") adds the session cluster's processes.
+    """
+    unknown = set(names or ()) - set(KNOWN_NAMES)
     if unknown:
-        raise ValueError(f"unknown service(s) {sorted(unknown)}; known: {', '.join(SERVICE_NAMES)}")
-    return [t(settings) for t in SERVICE_TYPES if not names or t.name in names]
+        raise ValueError(f"unknown service(s) {sorted(unknown)}; known: {', '.join(KNOWN_NAMES)}")
+    wanted = set(names or SERVICE_NAMES) | ({FLINK} if flink else set())
+    selected = [t(settings) for t in SERVICE_TYPES if t.name in wanted]
+    if FLINK in wanted:
+        selected += cluster_services(settings)
+    return selected
 
 
 @contextmanager
@@ -63,18 +78,21 @@ def up(
     settings: Settings,
     services: Collection[str] | None = None,
     on_ready: Callable[[StartReport], None] | None = None,
+    *,
+    flink: bool = False,
 ) -> list[StartReport]:
     """Start the services that are not running and wait until each is healthy.
 
     Idempotent: a service already healthy is reused, not restarted. Raises
     ServiceStartError (naming the log file) when one does not come up within
     ``settings.service_start_timeout_s``; ToolchainError when Java/Maven fail.
-    ``on_ready`` is called as each service becomes healthy.
+    ``on_ready`` is called as each service becomes healthy; ``flink`` adds the
+    Flink session cluster.
     """
     reports: list[StartReport] = []
     with _infra_lock(settings):
         t0 = time.monotonic()
-        selected = select(settings, services)
+        selected = select(settings, services, flink=flink)
         # Spawn every process first, then wait: the JVMs warm up side by side.
         started = {s.name: s.start() for s in selected}
         deadline = time.monotonic() + settings.service_start_timeout_s
@@ -91,15 +109,19 @@ def up(
 
 
 def down(settings: Settings, services: Collection[str] | None = None) -> list[str]:
-    """Stop the named (default: all) managed services; returns the names that were running."""
+    """Stop the named (default: all, the Flink cluster too) services; returns those that ran."""
     with _infra_lock(settings):
-        selected = select(settings, services)
+        selected = select(settings, services, flink=not services)
         # In parallel: Neo4j alone takes ~10 s to shut down cleanly.
         with ThreadPoolExecutor(max_workers=len(selected) or 1) as pool:
             stopped = list(pool.map(lambda s: s.stop(), selected))
     return [s.name for s, was_running in zip(selected, stopped, strict=True) if was_running]
 
 
-def status(settings: Settings) -> list[ServiceStatus]:
-    """The state of every service (no lock: it only looks)."""
-    return [s.status() for s in select(settings)]
+def status(settings: Settings, *, flink: bool = False) -> list[ServiceStatus]:
+    """The state of every service (no lock: it only looks).
+
+    The Flink cluster's processes are listed with ``flink`` or while any of them runs.
+    """
+    running = any(s.pid() is not None for s in cluster_services(settings))
+    return [s.status() for s in select(settings, flink=flink or running)]

@@ -89,7 +89,8 @@ COMMANDS: dict[str, LazyCommand] = {
         "app",
         "Local services without Docker: a single-node Kafka (KRaft) broker from Maven jars, "
         "Debian's redis-server, Neo4j Community embedded in a small Java launcher, and "
-        "Chroma (embedded by default).",
+        "Chroma (embedded by default); with --flink also a Flink session cluster (one "
+        "JobManager, two TaskManagers) from the distribution inside the apache-flink package.",
     ),
     "schemas": LazyCommand(
         "jobs.cli.schemas",

@@ -107,10 +107,6 @@ log = logging.getLogger(__name__)
 SOURCE_TABLE = "ingest_source"
 SINK_TABLE = "ingest_sink"
 STATE_NAME = "user-memory"
-# Restarts of a failed job inside one process (see job_configuration): three
-# 5 s waits outlast a broker restart on this machine (~10 s, infra/kafka_broker.py).
-RESTART_ATTEMPTS = 3
-RESTART_DELAY_S = 5
 _OUTPUT_TYPE = Types.ROW_NAMED(
     ["topic", "k", "v"],
     [Types.STRING(), Types.PRIMITIVE_ARRAY(Types.BYTE()), Types.PRIMITIVE_ARRAY(Types.BYTE())],
@@ -119,7 +115,14 @@ _OUTPUT_TYPE = Types.ROW_NAMED(
 
 # The defaults of a bare construction: the settings' own (one place for them).
 _FLINK = FlinkSettings()
-_FLINK_TUNABLES = {"group_id", "checkpoint_interval_s", "parallelism", "transaction_timeout_s"}
+_FLINK_TUNABLES = {
+    "group_id",
+    "checkpoint_interval_s",
+    "parallelism",
+    "transaction_timeout_s",
+    "restart_attempts",
+    "restart_delay_s",
+}
 
 
 @dataclass(frozen=True)
@@ -139,6 +142,8 @@ class FlinkOptions:
     checkpoint_interval_s: float = _FLINK.checkpoint_interval_s
     parallelism: int = _FLINK.parallelism
     transaction_timeout_s: int = _FLINK.transaction_timeout_s
+    restart_attempts: int = _FLINK.restart_attempts
+    restart_delay_s: float = _FLINK.restart_delay_s
     resume: bool = False
     until_end: bool = False
 
@@ -210,8 +215,8 @@ def job_configuration(options: FlinkOptions) -> dict[str, str]:
         # load, Kafka gone) then fails the job instead of looping forever, and
         # the process exits non-zero for its supervisor to restart with --resume.
         "restart-strategy.type": "fixed-delay",
-        "restart-strategy.fixed-delay.attempts": str(RESTART_ATTEMPTS),
-        "restart-strategy.fixed-delay.delay": f"{RESTART_DELAY_S} s",
+        "restart-strategy.fixed-delay.attempts": str(options.restart_attempts),
+        "restart-strategy.fixed-delay.delay": f"{int(options.restart_delay_s * 1000)} ms",
     }
     if options.resume and (checkpoint := latest_checkpoint(options.checkpoint_dir)) is not None:
         values["execution.state-recovery.path"] = checkpoint.as_uri()
