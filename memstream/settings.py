@@ -182,6 +182,13 @@ class FlinkSettings(_Section):
     # outlast the JobManager noticing a dead TaskManager (heartbeat_* below).
     restart_attempts: int = Field(default=3, ge=0)
     restart_delay_s: float = Field(default=5.0, gt=0)
+    # The same on a session cluster (`memstream flink --cluster`): a SIGKILLed
+    # TaskManager's slot comes back only with a replacement, and until then
+    # every restart fails at once (Flink's standalone resource manager refuses
+    # slots no registered TaskManager offers). 24 restarts 5 s apart give a
+    # replacement 2 minutes; one took ~30 s to register on the loaded machine.
+    cluster_restart_attempts: int = Field(default=24, ge=0)
+    cluster_restart_delay_s: float = Field(default=5.0, gt=0)
 
     # The standalone session cluster (`memstream infra up --flink`,
     # infra/flink_cluster.py): one JobManager and ``taskmanagers`` TaskManagers

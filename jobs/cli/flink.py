@@ -67,6 +67,23 @@ def flink(
             "cluster, up to the partitions].",
         ),
     ] = None,
+    restart_attempts: Annotated[
+        int | None,
+        typer.Option(
+            min=0,
+            help="Restarts from the last checkpoint before a failing job fails for good "
+            "[default: settings flink.restart_attempts, 3; with --cluster "
+            "flink.cluster_restart_attempts, 24].",
+        ),
+    ] = None,
+    restart_delay: Annotated[
+        float | None,
+        typer.Option(
+            min=0.1,
+            help="Seconds between those restarts [default: settings flink.restart_delay_s, 5; "
+            "with --cluster flink.cluster_restart_delay_s, 5].",
+        ),
+    ] = None,
     resume: Annotated[
         bool, typer.Option("--resume", help="Restore state and offsets from the newest checkpoint.")
     ] = False,
@@ -140,10 +157,18 @@ def flink(
     elif detach:
         raise _fail("--detach needs --cluster (a local run is the process itself)", EXIT_USAGE)
     try:
+        if cluster is not None:
+            # Until a lost TaskManager is replaced, a restart fails at once.
+            if restart_attempts is None:
+                restart_attempts = settings.flink.cluster_restart_attempts
+            if restart_delay is None:
+                restart_delay = settings.flink.cluster_restart_delay_s
         given = {
             "group_id": group_id,
             "checkpoint_interval_s": checkpoint_interval,
             "parallelism": parallelism,
+            "restart_attempts": restart_attempts,
+            "restart_delay_s": restart_delay,
         }
         options = FlinkOptions.from_settings(
             settings,

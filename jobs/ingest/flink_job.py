@@ -425,7 +425,8 @@ def run(settings: Settings, options: FlinkOptions) -> None:
     log.info("%s: starting from %s", options.job_name, recovery or "the earliest offsets")
     started = time.perf_counter()
     env.execute(options.job_name)
-    log.info("%s: finished in %.1f s", options.job_name, time.perf_counter() - started)
+    # Inside `flink run -d` execute() returns once the cluster has the job.
+    log.info("%s: execute returned after %.1f s", options.job_name, time.perf_counter() - started)
 
 
 def main() -> None:

@@ -56,6 +56,10 @@ def job_arguments(options: FlinkOptions) -> list[str]:
         repr(options.checkpoint_interval_s),
         "--parallelism",
         str(options.parallelism),
+        "--restart-attempts",
+        str(options.restart_attempts),
+        "--restart-delay",
+        repr(options.restart_delay_s),
     ]
     if options.resume:
         args.append("--resume")
