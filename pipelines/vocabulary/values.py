@@ -530,6 +530,10 @@ def _problem_channel(value: str) -> str | None:
 
 
 def _problem_product(value: str) -> str | None:
+    # "the 30GB plan" is 30gb, "premium" a name; a number alone names no plan
+    # ("I'm getting about 480 Mbps" read as plan = 480 measures a speed).
+    if re.fullmatch(r"\d+(?:\.\d+)?", value.strip()):
+        return "a plan or product is a name or a number with its unit, not a bare number"
     return _problem_text(value)
 
 

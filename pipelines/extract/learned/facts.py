@@ -93,5 +93,20 @@ def combine(
             for rule in rules
         )
 
-    alone = [f for f in learned if not said(f) and (f.confidence > CONFIDENCE_UNSURE or f.hedged)]
+    def holds_one(fact: ExtractedFact) -> bool:
+        # A turn gives a single-valued predicate one value: where the rules
+        # read one, the tagger's other value of it is a fragment of the same
+        # phrase or a competing reading ("the 500 Mbps fiber plan" tagged as
+        # "500mbps" and "fiber"), and would make a version chain of one turn.
+        spec = vocab.spec(fact.predicate)
+        return not spec.multi_valued and any(
+            vocab.canonical(rule.predicate) == spec.name and rule.polarity is fact.polarity
+            for rule in rules
+        )
+
+    alone = [
+        f
+        for f in learned
+        if not said(f) and not holds_one(f) and (f.confidence > CONFIDENCE_UNSURE or f.hedged)
+    ]
     return [*rules, *alone]

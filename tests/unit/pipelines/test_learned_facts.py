@@ -109,6 +109,30 @@ def test_rules_facts_first_then_the_taggers_it_is_sure_of_alone() -> None:
     ]
 
 
+def test_a_single_valued_predicate_the_rules_read_takes_no_second_value_from_the_tagger() -> None:
+    event = turn()
+
+    def fact(predicate: str, obj: str, **kw: object) -> ExtractedFact:
+        return learned_fact(event, PARSED, triple(predicate, obj, **kw), update=False)
+
+    # "I just signed up for the 500 Mbps fiber plan": the tagger splits the phrase.
+    rules = [fact("plan", "500mbps"), fact("contact_channel", "sms", negated=True)]
+    learned = [
+        fact("plan", "fiber"),  # single-valued, the rules read it: dropped
+        fact("contact_channel", "email"),  # the rules' value is negated, this affirmed: kept
+        fact("likes", "jazz"),
+        fact("likes", "opera"),  # multi-valued: both kept
+    ]
+    combined = combine(learned, rules)
+    assert [(f.predicate, f.object) for f in combined] == [
+        ("plan", "500mbps"),
+        ("contact_channel", "sms"),
+        ("contact_channel", "email"),
+        ("likes", "jazz"),
+        ("likes", "opera"),
+    ]
+
+
 @pytest.fixture(scope="module")
 def nlp() -> Any:
     return DialogueParser.load().nlp
