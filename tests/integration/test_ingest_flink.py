@@ -23,7 +23,6 @@ transaction would miss some).
 
 from __future__ import annotations
 
-import math
 import os
 import shutil
 import subprocess
@@ -36,6 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from flink_helpers import assert_same_ops, reference_ops, written_ops
 from ingest_helpers import (
     GROUP_ID,
     REPO_ROOT,
@@ -55,12 +55,11 @@ from ingest_helpers import (
 from connectors.kafka_io import Record, end_offsets, read_topic
 from connectors.kafka_offsets import OffsetReader
 from jobs.ingest.flink_job import latest_checkpoint
-from jobs.ingest.stages import load_pipeline, run_batch
+from jobs.ingest.stages import load_pipeline
 from memstream.settings import Settings
-from pipelines.ingest import IngestPipeline, SourceRecord
-from pipelines.review import UserMemoryState
+from pipelines.ingest import IngestPipeline
 from schemas.deadletter import DeadLetterReason
-from schemas.ops import MemoryOperation, OpType
+from schemas.ops import OpType
 from schemas.topics import (
     CRM_WEBHOOKS,
     DIALOGUE_EVENTS,
@@ -93,9 +92,6 @@ PENDING_OPS = {OpType.ADD_PENDING, OpType.RESOLVE_PENDING}
 CHECKPOINT_TIMEOUT_S = 60.0
 # The job is SIGKILLed once, mid-way through this phase, and resumed.
 KILLED_PHASE = USER_ACTIONS
-# MiniLM vectors differ by up to ~2e-7 between batch compositions (measured on
-# the sample); 1e-5 is far below any similarity threshold of the review (0.85).
-FLOAT_NOISE = 1e-5
 _OFFLINE_ENV = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
 
 
@@ -237,63 +233,6 @@ def run(settings: Settings, tmp_path_factory: pytest.TempPathFactory) -> Iterato
         shutil.rmtree(job.checkpoint_dir, ignore_errors=True)
         for namespace in (flink_ns, faust_ns):
             delete_topics(bootstrap, namespace)
-
-
-def reference_ops(
-    pipeline: IngestPipeline, inputs: dict[str, list[Record]], phases: Sequence[str]
-) -> dict[str, MemoryOperation]:
-    """The pure pipeline's ops over ``inputs`` by id, one batch per phase."""
-    states: dict[str, UserMemoryState] = {}
-    ops: dict[str, MemoryOperation] = {}
-    for topic in phases:
-        records = sorted(inputs[topic], key=lambda r: (r.partition, r.offset))
-        source = [
-            SourceRecord(topic, r.partition, r.offset, r.key.encode() if r.key else None, r.value)
-            for r in records
-        ]
-        batch = run_batch(pipeline, source, states.get)
-        states |= batch.states
-        ops |= {op.op_id: op for r in batch.results for op in r.ops}
-    return ops
-
-
-def written_ops(outputs: Outputs) -> dict[str, MemoryOperation]:
-    """Every op on memory.ops by id; fails on an op written twice."""
-    ops = [parse_op(r) for r in outputs.ops]
-    counts = Counter(op.op_id for op in ops)
-    assert not [op_id for op_id, n in counts.items() if n > 1], "an op was written twice"
-    return {op.op_id: op for op in ops}
-
-
-def _same(a: object, b: object, path: str) -> None:
-    if isinstance(a, dict) and isinstance(b, dict):
-        assert a.keys() == b.keys(), path
-        for key in a:
-            _same(a[key], b[key], f"{path}.{key}")
-    elif isinstance(a, list) and isinstance(b, list):
-        assert len(a) == len(b), path
-        for i, (x, y) in enumerate(zip(a, b, strict=True)):
-            _same(x, y, f"{path}[{i}]")
-    elif isinstance(a, float) and isinstance(b, float):
-        assert math.isclose(a, b, rel_tol=0.0, abs_tol=FLOAT_NOISE), f"{path}: {a} != {b}"
-    else:
-        assert a == b, f"{path}: {a!r} != {b!r}"
-
-
-def _describe(op: MemoryOperation) -> str:
-    return f"{op.op_type.value} of {op.lineage.event_id} ({op.lineage.trace_id})"
-
-
-def assert_same_ops(
-    actual: dict[str, MemoryOperation], expected: dict[str, MemoryOperation]
-) -> None:
-    """The same op ids, and each op the same in every field (floats up to FLOAT_NOISE)."""
-    assert expected, "the input must yield operations"
-    missing = [_describe(expected[i]) for i in sorted(expected.keys() - actual.keys())]
-    extra = [_describe(actual[i]) for i in sorted(actual.keys() - expected.keys())]
-    assert not missing and not extra, f"missing {missing}, extra {extra}"
-    for op_id, op in expected.items():
-        _same(actual[op_id].model_dump(mode="json"), op.model_dump(mode="json"), op_id)
 
 
 @pytest.fixture(scope="module")
