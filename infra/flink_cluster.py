@@ -19,10 +19,12 @@ Files under ``<state_dir>``::
     flink/checkpoints/                the cluster's default checkpoint root (jobs set their own)
 
 Health: the JobManager answers ``GET /overview``; TaskManager ``i`` is healthy
-once it is registered under its resource id ``memstream-tm-<i>`` in
-``GET /taskmanagers``. Python UDFs run in Python workers the TaskManagers
-start with ``python.executable``, this interpreter: the project must be
-importable there (installed, or editable from the checkout).
+once it is registered in ``GET /taskmanagers`` under the resource id of its
+latest start, ``memstream-tm-<i>-<start>`` (kept in ``run/flink-taskmanager-<i>.id``).
+
+Python UDFs run in Python workers the TaskManagers start with
+``python.executable``, this interpreter: the project must be importable there
+(installed, or editable from the checkout).
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ import importlib.util
 import json
 import os
 import sys
+import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Final
@@ -80,9 +83,16 @@ def flink_home() -> Path:
     )
 
 
-def resource_id(index: int) -> str:
-    """The resource id TaskManager ``index`` registers under (shown in the web UI)."""
-    return f"memstream-tm-{index}"
+def resource_id(index: int, start: str) -> str:
+    """The resource id of TaskManager ``index`` started at ``start`` (shown in the web UI)."""
+    return f"memstream-tm-{index}-{start}"
+
+
+def taskmanager_index(resource: str) -> int | None:
+    """Which TaskManager a resource id names (None: not one of ours)."""
+    prefix, _, rest = resource.partition("memstream-tm-")
+    index = rest.split("-", 1)[0]
+    return int(index) if not prefix and index.isdigit() else None
 
 
 def _flatten(tree: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
@@ -256,14 +266,42 @@ class FlinkTaskManager(_FlinkProcess):
         """None: a TaskManager takes free ports; clients talk to the JobManager."""
         return None
 
+    @property
+    def id_file(self) -> Path:
+        """The resource id of the process started last (beside its pid file)."""
+        return self.pid_file.with_suffix(".id")
+
+    @property
+    def resource(self) -> str:
+        """The resource id the running (or last started) process registers under."""
+        try:
+            return self.id_file.read_text().strip()
+        except FileNotFoundError:
+            return resource_id(self.index, "none")
+
     def healthy(self) -> bool:
-        """Registered with the JobManager under its resource id."""
+        """Registered with the JobManager under this start's resource id."""
         listing = self.rest("/taskmanagers")
         if not isinstance(listing, dict):
             return False
-        return any(
-            tm.get("id") == resource_id(self.index) for tm in listing.get("taskmanagers", [])
+        return any(tm.get("id") == self.resource for tm in listing.get("taskmanagers", []))
+
+    def start(self) -> bool:
+        """Start unless ours runs, under a resource id of its own start.
+
+        A fresh id per start: a SIGKILLed TaskManager stays registered until
+        the JobManager's heartbeat gives up on it, and under the same id its
+        replacement would look healthy before it ever came up. For the same
+        reason a registration without a process of ours is not reused.
+        """
+        if self.pid() is not None:
+            return False
+        self.prepare()
+        self.id_file.write_text(resource_id(self.index, f"{time.time_ns():x}"[-8:]))
+        process.spawn(
+            self.command(), pid_file=self.pid_file, log_file=self.log_file, env=self.environ()
         )
+        return True
 
     def prepare(self) -> None:
         """Write the configuration too: a TaskManager may be started alone (a replacement)."""
@@ -271,18 +309,18 @@ class FlinkTaskManager(_FlinkProcess):
         self.files.write()
 
     def command(self) -> list[str]:
-        """``taskmanager.sh start-foreground`` with its own resource id."""
+        """``taskmanager.sh start-foreground`` with the resource id of this start."""
         return [
             "bash",
             self.script("taskmanager.sh"),
             "start-foreground",
             "-D",
-            f"taskmanager.resource-id={resource_id(self.index)}",
+            f"taskmanager.resource-id={self.resource}",
         ]
 
     def _start_error(self, what: str) -> ServiceStartError:
         return ServiceStartError(
-            f"{self.name} ({resource_id(self.index)}, JobManager "
+            f"{self.name} ({self.resource}, JobManager "
             f"{self.settings.flink.rest_address}) {what}; log: {self.log_file}\n"
             f"--- last lines of {self.log_file} ---\n"
             f"{process.tail(self.log_file, LOG_LINES_ON_ERROR)}"

@@ -55,7 +55,7 @@ from ingest_helpers import (
 import infra
 from connectors.kafka_io import Record, end_offsets, read_topic
 from infra import process
-from infra.flink_cluster import FlinkTaskManager, cluster_services, resource_id
+from infra.flink_cluster import FlinkTaskManager, cluster_services, taskmanager_index
 from infra.service import Service
 from jobs.ingest.flink_job import latest_checkpoint
 from jobs.ingest.stages import load_pipeline
@@ -175,12 +175,14 @@ class ClusterJob:
             parts.append(f"--- {service.log_file}\n{process.tail(service.log_file, 15)}")
         return "\n".join(parts)
 
-    def placement(self) -> dict[str, set[str]]:
-        """Each vertex's TaskManagers (resource ids) running its subtasks."""
-        placed: dict[str, set[str]] = {}
+    def placement(self) -> dict[str, set[int | None]]:
+        """Each vertex's TaskManagers (by index) running its subtasks."""
+        placed: dict[str, set[int | None]] = {}
         for vertex in self.get("")["vertices"]:
             listing = self.get(f"/vertices/{vertex['id']}/taskmanagers")
-            placed[vertex["name"]] = {tm["taskmanager-id"] for tm in listing["taskmanagers"]}
+            placed[vertex["name"]] = {
+                taskmanager_index(tm["taskmanager-id"]) for tm in listing["taskmanagers"]
+            }
         return placed
 
     def wait_running(self, timeout_s: float = CHECKPOINT_TIMEOUT_S) -> None:
@@ -242,7 +244,7 @@ class Scenario:
 
     inputs: dict[str, list[Record]] = field(default_factory=dict)
     outputs: dict[str, Outputs] = field(default_factory=dict)
-    placement: dict[str, set[str]] = field(default_factory=dict)
+    placement: dict[str, set[int | None]] = field(default_factory=dict)
     job_ids: dict[str, str] = field(default_factory=dict)
     restored_after_kill: int = 0
     restarts_after_kill: int = 0
@@ -347,7 +349,7 @@ def pipeline(settings: Settings, scenario: Scenario) -> IngestPipeline:
 
 def test_job_runs_one_subtask_on_each_taskmanager(scenario: Scenario) -> None:
     assert scenario.placement, scenario.failure
-    both = {resource_id(1), resource_id(2)}
+    both = {1, 2}
     assert all(tms == both for tms in scenario.placement.values()), scenario.placement
 
 
