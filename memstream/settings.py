@@ -133,11 +133,15 @@ class IngestSettings(_Section):
     # None: <state_dir>/models/transe (written by `memstream train transe`);
     # without a trained model the encode stage uses its deterministic fallback.
     transe_dir: Path | None = None
-    # A model written by `memstream train extractor`: its typed triples, read in
-    # their sentences for negation and hedges, join the rules' facts
-    # (pipelines/extract/learned/facts.py). None: the rules alone, the default:
-    # the hybrid scores higher at first sight but runs ~3x slower and mistags
-    # two sample plans (benchmarks/devset/README.md, Learned extractor).
+    # What reads facts from dialogue turns. "hybrid": the rules, plus the learned
+    # tagger's typed triples (read in their sentences for negation and hedges)
+    # where the rules state nothing (pipelines/extract/learned/facts.py). It
+    # scored higher than the rules alone at first sight on all eight blind
+    # splits (benchmarks/devset/README.md) and runs the chain ~2x slower.
+    # "rules": the rules alone, for throughput over quality.
+    extractor: Literal["hybrid", "rules"] = "hybrid"
+    # The hybrid's tagger: a model written by `memstream train extractor`.
+    # None: the one packaged with memstream (pipelines/extract/learned/model/).
     learned_extractor: Path | None = None
     # `memstream lag` calls the group STALL when its committed offset stands
     # still this long while its lag grows: the worker commits after every batch

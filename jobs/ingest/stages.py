@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from memstream.settings import Settings
@@ -43,6 +44,15 @@ def json_state(snapshot: dict[str, Any]) -> str:
     return json.dumps(snapshot, separators=(",", ":"))
 
 
+def learned_model(settings: Settings) -> Path | None:
+    """The learned tagger the extractor loads: None with ``ingest.extractor = "rules"``."""
+    from pipelines.extract.learned.model import MODEL_PATH
+
+    if settings.ingest.extractor == "rules":
+        return None
+    return settings.ingest.learned_extractor or MODEL_PATH
+
+
 def load_pipeline(settings: Settings, *, stage_timer: StageTimer = untimed) -> IngestPipeline:
     """Load every stage once and compose them (parse → extract → encode → review → route)."""
     # Imported here: each pulls in spaCy, Flair or torch (seconds), which the
@@ -61,7 +71,7 @@ def load_pipeline(settings: Settings, *, stage_timer: StageTimer = untimed) -> I
     return IngestPipeline(
         parser=parser,
         # Shares the parser's spaCy pipeline.
-        extractor=FactExtractor.load(parser, learned_path=settings.ingest.learned_extractor),
+        extractor=FactExtractor.load(parser, learned_path=learned_model(settings)),
         crm_extractor=extract_crm,
         encoder=Encoder.load(transe_dir if transe_dir.is_dir() else None),
         reviewer=Reviewer(settings.review, load_rules(settings.review_rules or RULES_FILE)),

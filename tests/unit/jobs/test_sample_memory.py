@@ -12,6 +12,7 @@ from memstream.data import sample_dir
 from memstream.testing import InMemoryStores
 from pipelines.encode import Encoder
 from pipelines.extract import FactExtractor, extract_crm
+from pipelines.extract.learned.model import MODEL_PATH
 from pipelines.ingest import IngestPipeline, SourceRecord
 from pipelines.parse import DialogueParser
 from pipelines.review import Reviewer, UserMemoryState
@@ -27,12 +28,29 @@ ORDERS = {
 }
 
 
-@pytest.mark.parametrize("order", list(ORDERS))
-def test_the_sample_users_memory_is_right(order: str) -> None:
-    parser = DialogueParser.load()
+@pytest.fixture(scope="module")
+def parser() -> DialogueParser:
+    return DialogueParser.load()
+
+
+@pytest.fixture(scope="module")
+def extractors(parser: DialogueParser) -> dict[str, FactExtractor]:
+    return {
+        "hybrid": FactExtractor.load(parser, learned_path=MODEL_PATH),  # the default
+        "rules": FactExtractor.load(parser),
+    }
+
+
+@pytest.mark.parametrize(
+    ("extractor", "order"),
+    [*(("hybrid", order) for order in ORDERS), ("rules", "event time")],
+)
+def test_the_sample_users_memory_is_right(
+    extractor: str, order: str, parser: DialogueParser, extractors: dict[str, FactExtractor]
+) -> None:
     pipeline = IngestPipeline(
         parser=parser,
-        extractor=FactExtractor.load(parser),
+        extractor=extractors[extractor],
         crm_extractor=extract_crm,
         encoder=Encoder.load(None),
         reviewer=Reviewer(),
