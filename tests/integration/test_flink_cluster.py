@@ -397,3 +397,59 @@ def test_a_restarted_cluster_resumes_from_the_retained_checkpoint(
     assert scenario.resumed_from is not None and f"/{first}/chk-" in scenario.resumed_from
     assert through(reference, 3).keys() > through(reference, 2).keys(), "webhooks yield ops"
     assert_same_ops(written_ops(outputs), through(reference, 3))
+
+
+def run_cli(settings: Settings, *args: str) -> subprocess.CompletedProcess[str]:
+    """``memstream flink ARGS`` as a user runs it, with ``settings``' state dir and ports."""
+    return subprocess.run(
+        [sys.executable, "-m", "jobs.cli.flink", *args],
+        cwd=REPO_ROOT,
+        env=job_environment(settings),
+        capture_output=True,
+        text=True,
+        timeout=SUBMIT_TIMEOUT_S,
+        check=False,
+    )
+
+
+def test_submitting_to_a_cluster_that_is_down_is_exit_2(settings: Settings, tmp_path: Path) -> None:
+    address = f"127.0.0.1:{free_port()}"  # nothing listens there
+    done = run_cli(cluster_settings(settings, tmp_path), "--cluster", address)
+    assert done.returncode == 2, done.stderr
+    assert f"no Flink cluster answers at http://{address}/overview" in done.stderr
+
+
+def test_a_parallelism_above_the_partitions_is_exit_2(settings: Settings, tmp_path: Path) -> None:
+    bootstrap, namespace = settings.kafka.bootstrap, f"test.cluster.{uuid.uuid4().hex[:10]}."
+    create_topics(bootstrap, namespace, PARTITIONS)
+    try:
+        done = run_cli(
+            cluster_settings(settings, tmp_path),
+            "--namespace",
+            namespace,
+            "--parallelism",
+            str(PARTITIONS + 1),
+        )
+    finally:
+        delete_topics(bootstrap, namespace)
+    assert done.returncode == 2, done.stderr
+    assert f"above the {PARTITIONS} partitions of the input topics" in done.stderr
+
+
+def test_a_taskmanager_that_cannot_start_names_its_log(settings: Settings, tmp_path: Path) -> None:
+    own = cluster_settings(settings, tmp_path)
+    # Too small for Flink's fixed network and framework memory: the
+    # TaskManager's start script refuses the configuration and exits.
+    broken = own.model_copy(
+        update={"flink": own.flink.model_copy(update={"taskmanager_memory": "64m"})}
+    )
+    taskmanager = FlinkTaskManager(broken, 1)
+    try:
+        assert taskmanager.start()
+        with pytest.raises(infra.ServiceStartError) as failed:
+            taskmanager.wait_healthy(60)
+    finally:
+        taskmanager.stop()
+    message = str(failed.value)
+    assert "flink-taskmanager-1" in message and "exited before it became healthy" in message
+    assert f"log: {taskmanager.log_file}" in message
