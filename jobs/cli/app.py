@@ -178,3 +178,7 @@ def _root() -> None:
 
 def main() -> None:
     app()
+
+
+if __name__ == "__main__":  # python -m jobs.cli.app, as the console script does
+    main()
