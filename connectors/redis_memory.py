@@ -436,6 +436,23 @@ class ReviewEntry(Frozen):
     decided_at: AwareDatetime = Field(description="Event time of the confirm/reject action.")
     applied_at: AwareDatetime = Field(description="When working memory applied it.")
 
+    @classmethod
+    def of(cls, op: MemoryOperation, applied_at: datetime) -> ReviewEntry:
+        """The entry of the RESOLVE_PENDING ``op`` applied at ``applied_at``."""
+        if op.op_type is not OpType.RESOLVE_PENDING or not op.target_fact_id or not op.resolution:
+            raise ValueError(f"{op.op_id} is {op.op_type.value}, not a resolution")
+        return cls(
+            event_id=op.lineage.event_id,
+            tenant_id=op.tenant_id,
+            user_id=op.user_id,
+            pending_id=op.target_fact_id,
+            resolution=op.resolution,
+            reviewer_id=op.lineage.reviewer_id,
+            lineage=op.lineage,
+            decided_at=op.at,
+            applied_at=applied_at,
+        )
+
 
 class ReviewAudit:
     """The per-tenant review audit stream: appended by the Redis writer, listed by operators."""
@@ -454,20 +471,7 @@ class ReviewAudit:
 
     def describe(self, op: MemoryOperation) -> str:
         """The entry of applying the RESOLVE_PENDING ``op`` now, as JSON."""
-        if op.op_type is not OpType.RESOLVE_PENDING or not op.target_fact_id or not op.resolution:
-            raise ValueError(f"{op.op_id} is {op.op_type.value}, not a resolution")
-        entry = ReviewEntry(
-            event_id=op.lineage.event_id,
-            tenant_id=op.tenant_id,
-            user_id=op.user_id,
-            pending_id=op.target_fact_id,
-            resolution=op.resolution,
-            reviewer_id=op.lineage.reviewer_id,
-            lineage=op.lineage,
-            decided_at=op.at,
-            applied_at=self.clock(),
-        )
-        return entry.model_dump_json()
+        return ReviewEntry.of(op, self.clock()).model_dump_json()
 
     def entries(self, tenant_id: str) -> list[ReviewEntry]:
         """The tenant's decisions, oldest first, once each (a re-applied batch appends twice)."""

@@ -373,17 +373,7 @@ class InMemoryWorking(_InMemorySink):
         elif op.op_type is OpType.RESOLVE_PENDING and op.target_fact_id and op.resolution:
             self.queue.get(user, {}).pop(op.target_fact_id, None)
             self.resolved.setdefault(user, {})[op.target_fact_id] = op.resolution
-            entry = ReviewEntry(
-                event_id=op.lineage.event_id,
-                tenant_id=op.tenant_id,
-                user_id=op.user_id,
-                pending_id=op.target_fact_id,
-                resolution=op.resolution,
-                reviewer_id=op.lineage.reviewer_id,
-                lineage=op.lineage,
-                decided_at=op.at,
-                applied_at=self.clock(),
-            )
+            entry = ReviewEntry.of(op, self.clock())
             if all(
                 (e.event_id, e.pending_id) != (entry.event_id, entry.pending_id)
                 for e in self.decisions
