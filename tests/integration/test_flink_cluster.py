@@ -1,8 +1,8 @@
 """The PyFlink ingest job on a real standalone session cluster, against the real broker.
 
 The module starts its own cluster (one JobManager, two TaskManagers of one
-slot each, from pyflink/bin) through ``infra.up(..., ["flink"])`` on free
-ports in a private state dir, submits the job with ``memstream flink
+slot each, from pyflink/bin) on free ports in a private state dir
+(cluster_helpers.own_cluster), submits the job with ``memstream flink
 --cluster HOST:PORT --detach`` (parallelism 2: one subtask per TaskManager)
 and stops the cluster at the end, on failure too. Input goes in phases, as in
 test_ingest_flink.py, each published once the job committed the previous one:
@@ -10,364 +10,80 @@ test_ingest_flink.py, each published once the job committed the previous one:
 1. dialogue turns, no fault: ``memory.ops`` holds exactly the single-process
    reference's ops, each once;
 2. user actions: one TaskManager (its JVM and Python worker) is SIGKILLed
-   while the phase's first ops sit in an open transaction, a replacement is
-   started; the same job restarts from its last checkpoint and every op is
-   still there exactly once;
-3. CRM webhooks: the whole cluster is SIGKILLed as soon as the phase is
-   published, started again, and the job submitted with ``--resume``
-   continues from the retained checkpoint: still exactly the reference's
-   ops, each once (a start from scratch would repeat every op, an older
-   checkpoint some).
+   while the phase's first ops sit in an open transaction and a replacement
+   is started; the same job restarts from its last checkpoint and every op is
+   still there exactly once.
 
-The reference pipeline loads in a thread while the cluster works: the module
-must stay within 6 minutes on the loaded machine.
-
-Each phase's outcome is recorded as it completes, so a later failure leaves
-the earlier proofs standing (and names what failed).
+A restart of the whole cluster with ``--resume`` is test_flink_cluster_restart.py:
+one module for all three would take ~7-8 minutes on the loaded machine.
+Bad input (a cluster that is down, a parallelism above the partitions, a
+TaskManager that cannot start) closes the module; it needs no cluster.
 """
 
 from __future__ import annotations
 
-import os
-import re
-import signal
-import socket
-import subprocess
-import sys
-import time
-import uuid
-from collections.abc import Iterator, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
-import httpx
 import pytest
-from flink_helpers import assert_same_ops, reference_ops, written_ops
-from ingest_helpers import (
-    GROUP_ID,
-    REPO_ROOT,
-    Message,
-    Outputs,
-    create_topics,
-    delete_topics,
-    publish,
-    read_outputs,
-    sample_messages,
-    wait_caught_up,
+from cluster_helpers import (
+    PARTITIONS,
+    PHASES,
+    Scenario,
+    cluster_settings,
+    free_port,
+    own_cluster,
+    phase_messages,
+    run_cli,
+    sigkill,
+    steady_phase,
+    through,
 )
+from flink_helpers import assert_same_ops, written_ops
+from ingest_helpers import create_topics, delete_topics, publish, read_outputs
 
 import infra
-from connectors.kafka_io import Record, end_offsets, read_topic
-from infra import process
-from infra.flink_cluster import FlinkTaskManager, cluster_services, taskmanager_index
-from infra.service import Service
-from jobs.ingest.flink_job import latest_checkpoint
-from jobs.ingest.stages import load_pipeline
+from infra.flink_cluster import FlinkTaskManager
 from memstream.settings import Settings
-from pipelines.ingest import IngestPipeline
 from schemas.ops import MemoryOperation
-from schemas.topics import CRM_WEBHOOKS, DIALOGUE_EVENTS, USER_ACTIONS, Topics
+from schemas.topics import DIALOGUE_EVENTS, USER_ACTIONS, Topics
 
-# Each checkpoint commits the outputs' transaction: short ones keep the test quick.
-CHECKPOINT_INTERVAL_S = 2.0
-# Three partitions per topic; parallelism 2 spreads them over both TaskManagers.
-PARTITIONS = 3
-PARALLELISM = 2
-PHASES = (DIALOGUE_EVENTS, USER_ACTIONS, CRM_WEBHOOKS)
-# The mini-cluster test's slice: several users of two tenants with facts,
-# changed values, pending items and confirmations. Fewer actions yield no op
-# at all (12 did not: no user reaches the behaviour thresholds), and the kill
-# needs a phase's ops in an open transaction.
-SAMPLE_LIMIT = {DIALOGUE_EVENTS: 40, USER_ACTIONS: 20, CRM_WEBHOOKS: 10}
-# A checkpoint follows within one interval of the source offsets' commit;
-# a restart (deploy, Python worker, models) takes longer on a fresh TaskManager.
-CHECKPOINT_TIMEOUT_S = 120.0
-# Bounds a stuck submission: the client JVM plus the job file's Python took
-# ~35 s on the loaded machine.
-SUBMIT_TIMEOUT_S = 240.0
-_FINAL_STATES = {"FAILED", "CANCELED", "FINISHED", "SUSPENDED"}
-_JOB_ID = re.compile(r"JobID ([0-9a-f]{32})")
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
-
-
-def cluster_settings(settings: Settings, state_dir: Path) -> Settings:
-    """The session's settings with the cluster's files in ``state_dir`` and free ports.
-
-    The TransE model stays the session's, so the job and the in-process
-    reference load the same stages.
-    """
-    flink = settings.flink.model_copy(update={"rest_port": free_port(), "rpc_port": free_port()})
-    ingest = settings.ingest.model_copy(update={"transe_dir": settings.transe_model_dir})
-    return settings.model_copy(update={"state_dir": state_dir, "flink": flink, "ingest": ingest})
-
-
-def job_environment(settings: Settings) -> dict[str, str]:
-    """What a `memstream flink` subprocess needs to read ``settings`` as this module built them."""
-    return {
-        **os.environ,
-        "HF_HUB_OFFLINE": "1",
-        "TRANSFORMERS_OFFLINE": "1",
-        "MEMSTREAM_STATE_DIR": str(settings.state_dir),
-        "MEMSTREAM_FLINK__REST_PORT": str(settings.flink.rest_port),
-        "MEMSTREAM_FLINK__RPC_PORT": str(settings.flink.rpc_port),
-        "MEMSTREAM_INGEST__TRANSE_DIR": str(settings.transe_model_dir),
-        # Two Python workers on one machine: no /metrics endpoint to fight over.
-        "MEMSTREAM_METRICS__FLINK_PORT": "0",
-    }
-
-
-class ClusterJob:
-    """The ingest job on the module's cluster, watched through the REST API and Kafka."""
-
-    def __init__(self, settings: Settings, namespace: str, log_path: Path) -> None:
-        self.settings = settings
-        self.namespace = namespace
-        self.log_path = log_path
-        self.job_id = ""
-
-    @property
-    def rest(self) -> str:
-        return f"http://{self.settings.flink.rest_address}"
-
-    def submit(self, *extra: str) -> str:
-        """``memstream flink --cluster HOST:PORT --detach``; returns the JobID it printed."""
-        command = [sys.executable, "-m", "jobs.cli.flink", "--cluster"]
-        command += [self.settings.flink.rest_address, "--detach", "--namespace", self.namespace]
-        command += ["--group-id", GROUP_ID, "--checkpoint-interval", str(CHECKPOINT_INTERVAL_S)]
-        command += ["--parallelism", str(PARALLELISM), *extra]
-        with self.log_path.open("ab") as log:
-            log.write(f"\n=== {' '.join(command)}\n".encode())
-            log.flush()
-            done = subprocess.run(
-                command,
-                cwd=REPO_ROOT,
-                env=job_environment(self.settings),
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                timeout=SUBMIT_TIMEOUT_S,
-                check=False,
-            )
-        found = _JOB_ID.findall(self.log_path.read_text(errors="replace"))
-        assert done.returncode == 0 and found, f"submission failed:\n{self.log_tail()}"
-        self.job_id = found[-1]
-        return self.job_id
-
-    def get(self, path: str) -> Any:
-        response = httpx.get(f"{self.rest}/jobs/{self.job_id}{path}", timeout=5.0)
-        response.raise_for_status()
-        return response.json()
-
-    def state(self) -> str:
-        try:
-            return str(self.get("")["state"])
-        except httpx.HTTPError as exc:
-            return f"unreachable ({exc})"
-
-    def alive(self) -> bool:
-        """Not failed, cancelled or finished (RESTARTING counts: it comes back)."""
-        return self.state() not in _FINAL_STATES and not self.state().startswith("unreachable")
-
-    def log_tail(self, chars: int = 3000) -> str:
-        """The submission log and the end of each cluster process's log."""
-        parts = [f"--- {self.log_path}\n{self.log_path.read_text(errors='replace')[-chars:]}"]
-        for service in cluster_services(self.settings):
-            parts.append(f"--- {service.log_file}\n{process.tail(service.log_file, 15)}")
-        return "\n".join(parts)
-
-    def placement(self) -> dict[str, set[int | None]]:
-        """Each vertex's TaskManagers (by index) running its subtasks."""
-        placed: dict[str, set[int | None]] = {}
-        for vertex in self.get("")["vertices"]:
-            listing = self.get(f"/vertices/{vertex['id']}/taskmanagers")
-            placed[vertex["name"]] = {
-                taskmanager_index(tm["taskmanager-id"]) for tm in listing["taskmanagers"]
-            }
-        return placed
-
-    def wait_running(self, timeout_s: float = CHECKPOINT_TIMEOUT_S) -> None:
-        """Until the job and every subtask run."""
-        deadline = time.monotonic() + timeout_s
-        while True:
-            job = self.get("")
-            if job["state"] == "RUNNING" and all(v["status"] == "RUNNING" for v in job["vertices"]):
-                return
-            assert job["state"] not in _FINAL_STATES, f"job {job['state']}:\n{self.log_tail()}"
-            assert time.monotonic() < deadline, f"job not running:\n{self.log_tail()}"
-            time.sleep(0.5)
-
-    @property
-    def checkpoint_dir(self) -> Path:
-        return self.settings.state_dir / "flink" / "checkpoints" / (self.namespace + GROUP_ID)
-
-    def checkpoint(self) -> int:
-        """The number of the newest completed checkpoint on disk (0: none yet)."""
-        latest = latest_checkpoint(self.checkpoint_dir)
-        return int(latest.name.removeprefix("chk-")) if latest is not None else 0
-
-    def settle(self, topics: Sequence[str]) -> None:
-        """Until the job committed the end of ``topics``, then one more checkpoint."""
-        bootstrap = self.settings.kafka.bootstrap
-        wait_caught_up(bootstrap, self.namespace, Topics(self.namespace).names(topics), self)
-        seen, deadline = self.checkpoint(), time.monotonic() + CHECKPOINT_TIMEOUT_S
-        while self.checkpoint() <= seen:
-            assert self.alive(), f"job {self.state()}:\n{self.log_tail()}"
-            assert time.monotonic() < deadline, f"no checkpoint after #{seen}:\n{self.log_tail()}"
-            time.sleep(0.2)
-
-    def wait_uncommitted_ops(self) -> None:
-        """Until ``memory.ops`` has grown: the phase's first ops in an open transaction."""
-        bootstrap, ops = self.settings.kafka.bootstrap, Topics(self.namespace).memory_ops
-        written = sum(end_offsets(bootstrap, ops).values())
-        deadline = time.monotonic() + CHECKPOINT_TIMEOUT_S
-        # The end offset counts uncommitted records: new ops, not yet visible.
-        while sum(end_offsets(bootstrap, ops).values()) == written:
-            assert self.alive(), f"job {self.state()}:\n{self.log_tail()}"
-            assert time.monotonic() < deadline, f"no new ops:\n{self.log_tail()}"
-            time.sleep(0.1)
-
-
-def sigkill(service: Service) -> None:
-    """SIGKILL the service's process group (a TaskManager's JVM and its Python worker)."""
-    pid = service.pid()
-    assert pid is not None, f"{service.name} is not running"
-    os.killpg(pid, signal.SIGKILL)
-    deadline = time.monotonic() + 30
-    while service.pid() is not None:
-        assert time.monotonic() < deadline, f"{service.name} survived SIGKILL"
-        time.sleep(0.1)
-
-
-@dataclass
-class Scenario:
-    """What the phases left: outputs after each, facts about the job, the first failure."""
-
-    inputs: dict[str, list[Record]] = field(default_factory=dict)
-    outputs: dict[str, Outputs] = field(default_factory=dict)
-    placement: dict[str, set[int | None]] = field(default_factory=dict)
-    job_ids: dict[str, str] = field(default_factory=dict)
-    restored_after_kill: int = 0
-    restarts_after_kill: int = 0
-    resumed_from: str | None = None
-    seconds: dict[str, float] = field(default_factory=dict)
-    failure: str | None = None
-    pipeline: Future[IngestPipeline] | None = None
-
-    def outputs_after(self, phase: str) -> Outputs:
-        if phase not in self.outputs:
-            pytest.fail(f"phase {phase} did not complete: {self.failure}")
-        return self.outputs[phase]
-
-
-def phase_messages(topic: str) -> list[Message]:
-    return sample_messages(topic, SAMPLE_LIMIT[topic])
+# A fresh TaskManager registers in ~20 s on the loaded machine; Flink restarts
+# the job every 5 s meanwhile (flink.cluster_restart_*).
+REPLACEMENT_TIMEOUT_S = 120.0
 
 
 @pytest.fixture(scope="module")
 def scenario(settings: Settings, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Scenario]:
-    """The three phases on the module's own cluster, which is stopped at the end."""
-    state_dir = tmp_path_factory.mktemp("flink-cluster")
-    own = cluster_settings(settings, state_dir)
-    bootstrap, namespace = settings.kafka.bootstrap, f"test.cluster.{uuid.uuid4().hex[:10]}."
-    topics = Topics(namespace)
-    create_topics(bootstrap, namespace, PARTITIONS)
-    job = ClusterJob(own, namespace, state_dir / "submit.log")
+    """The two phases on the module's own cluster, which is stopped at the end."""
     result = Scenario()
-    started = time.monotonic()
-    loader = ThreadPoolExecutor(max_workers=1)
-    result.pipeline = loader.submit(load_pipeline, settings)
-
-    def lap(name: str) -> None:
-        result.seconds[name] = round(time.monotonic() - started, 1)
-
-    offline = pytest.MonkeyPatch()
-    # The TaskManagers and their Python workers inherit this process's environment.
-    offline.setenv("HF_HUB_OFFLINE", "1")
-    offline.setenv("TRANSFORMERS_OFFLINE", "1")
-    try:
-        infra.up(own, [infra.FLINK])
-        lap("cluster up")
-        publish(bootstrap, topics.name(DIALOGUE_EVENTS), phase_messages(DIALOGUE_EVENTS))
-        result.job_ids["first"] = job.submit()
-        lap("job submitted")
-        job.wait_running()
-        result.placement = job.placement()
-        job.settle(PHASES[:1])
-        result.outputs[DIALOGUE_EVENTS] = read_outputs(bootstrap, namespace)
-        lap("phase 1")
-
+    with own_cluster(settings, tmp_path_factory.mktemp("flink-cluster"), result) as (own, job):
+        steady_phase(job, result)
+        bootstrap, topics = own.kafka.bootstrap, Topics(job.namespace)
         publish(bootstrap, topics.name(USER_ACTIONS), phase_messages(USER_ACTIONS))
         job.wait_uncommitted_ops()
-        lap("phase 2 ops open")
+        job.lap(result, "phase 2 ops open")
         killed = FlinkTaskManager(own, 1)
         sigkill(killed)
-        lap("taskmanager killed")
-        # The replacement: same resource id, a new process.
+        # The replacement: a new process under a resource id of its own.
         assert killed.start()
-        killed.wait_healthy(CHECKPOINT_TIMEOUT_S)
-        lap("replacement registered")
+        killed.wait_healthy(REPLACEMENT_TIMEOUT_S)
+        job.lap(result, "replacement registered")
         job.settle(PHASES[:2])
-        counts = job.get("/checkpoints")["counts"]
-        result.restored_after_kill = int(counts["restored"])
-        result.restarts_after_kill = len(job.get("/exceptions")["exceptionHistory"]["entries"])
-        result.outputs[USER_ACTIONS] = read_outputs(bootstrap, namespace)
-        lap("phase 2")
-
-        publish(bootstrap, topics.name(CRM_WEBHOOKS), phase_messages(CRM_WEBHOOKS))
-        for service in cluster_services(own):
-            sigkill(service)
-        lap("cluster killed")
-        infra.up(own, [infra.FLINK])
-        lap("cluster up again")
-        result.job_ids["resumed"] = job.submit("--resume")
-        lap("resumed job submitted")
-        restored = job.get("/checkpoints")["latest"]["restored"]
-        result.resumed_from = restored["external_path"] if restored else None
-        job.settle(PHASES)
-        result.outputs[CRM_WEBHOOKS] = read_outputs(bootstrap, namespace)
-        lap("phase 3")
-    except Exception as exc:
-        # Recorded, not raised: the phases that completed keep their proofs.
-        result.failure = f"{type(exc).__name__}: {exc}"
-    finally:
-        offline.undo()
-        result.inputs = {t: read_topic(bootstrap, topics.name(t)) for t in PHASES}
-        infra.down(own, [infra.FLINK])
-        lap("cluster down")
-        delete_topics(bootstrap, namespace)
-        loader.shutdown(wait=False)
-    print(
-        f"flink cluster scenario: seconds {result.seconds}; restored {result.restored_after_kill}"
-        f" time(s) after the kill, {result.restarts_after_kill} exception(s); resumed from"
-        f" {result.resumed_from}; failure: {result.failure}"
-    )
+        result.restored_after_kill = int(job.get("/checkpoints")["counts"]["restored"])
+        result.outputs[USER_ACTIONS] = read_outputs(bootstrap, job.namespace)
+        job.lap(result, "phase 2")
     yield result
 
 
 @pytest.fixture(scope="module")
 def reference(scenario: Scenario) -> dict[str, MemoryOperation]:
-    """The reference's ops over every phase (an op's lineage names its phase's topic)."""
-    assert scenario.pipeline is not None
-    return reference_ops(scenario.pipeline.result(), scenario.inputs, PHASES)
-
-
-def through(reference: dict[str, MemoryOperation], phases: int) -> dict[str, MemoryOperation]:
-    """The reference's ops of the first ``phases`` phases: what the job wrote by then."""
-    topics = set(PHASES[:phases])
-    return {op_id: op for op_id, op in reference.items() if op.lineage.topic in topics}
+    return scenario.reference()
 
 
 def test_job_runs_one_subtask_on_each_taskmanager(scenario: Scenario) -> None:
     assert scenario.placement, scenario.failure
-    both = {1, 2}
-    assert all(tms == both for tms in scenario.placement.values()), scenario.placement
+    assert all(tms == {1, 2} for tms in scenario.placement.values()), scenario.placement
 
 
 def test_memory_ops_hold_the_references_ops_each_once(
@@ -387,31 +103,6 @@ def test_a_sigkilled_taskmanager_costs_no_op_and_repeats_none(
     assert_same_ops(written_ops(outputs), through(reference, 2))
 
 
-def test_a_restarted_cluster_resumes_from_the_retained_checkpoint(
-    scenario: Scenario, reference: dict[str, MemoryOperation]
-) -> None:
-    outputs = scenario.outputs_after(CRM_WEBHOOKS)
-    # A new job on the new cluster, restored from the first job's checkpoint.
-    first, resumed = scenario.job_ids["first"], scenario.job_ids["resumed"]
-    assert resumed != first
-    assert scenario.resumed_from is not None and f"/{first}/chk-" in scenario.resumed_from
-    assert through(reference, 3).keys() > through(reference, 2).keys(), "webhooks yield ops"
-    assert_same_ops(written_ops(outputs), through(reference, 3))
-
-
-def run_cli(settings: Settings, *args: str) -> subprocess.CompletedProcess[str]:
-    """``memstream flink ARGS`` as a user runs it, with ``settings``' state dir and ports."""
-    return subprocess.run(
-        [sys.executable, "-m", "jobs.cli.flink", *args],
-        cwd=REPO_ROOT,
-        env=job_environment(settings),
-        capture_output=True,
-        text=True,
-        timeout=SUBMIT_TIMEOUT_S,
-        check=False,
-    )
-
-
 def test_submitting_to_a_cluster_that_is_down_is_exit_2(settings: Settings, tmp_path: Path) -> None:
     address = f"127.0.0.1:{free_port()}"  # nothing listens there
     done = run_cli(cluster_settings(settings, tmp_path), "--cluster", address)
@@ -420,16 +111,11 @@ def test_submitting_to_a_cluster_that_is_down_is_exit_2(settings: Settings, tmp_
 
 
 def test_a_parallelism_above_the_partitions_is_exit_2(settings: Settings, tmp_path: Path) -> None:
-    bootstrap, namespace = settings.kafka.bootstrap, f"test.cluster.{uuid.uuid4().hex[:10]}."
+    bootstrap, namespace = settings.kafka.bootstrap, f"test.cluster.bad.{free_port()}."
     create_topics(bootstrap, namespace, PARTITIONS)
     try:
-        done = run_cli(
-            cluster_settings(settings, tmp_path),
-            "--namespace",
-            namespace,
-            "--parallelism",
-            str(PARTITIONS + 1),
-        )
+        own = cluster_settings(settings, tmp_path)
+        done = run_cli(own, "--namespace", namespace, "--parallelism", str(PARTITIONS + 1))
     finally:
         delete_topics(bootstrap, namespace)
     assert done.returncode == 2, done.stderr
@@ -438,8 +124,8 @@ def test_a_parallelism_above_the_partitions_is_exit_2(settings: Settings, tmp_pa
 
 def test_a_taskmanager_that_cannot_start_names_its_log(settings: Settings, tmp_path: Path) -> None:
     own = cluster_settings(settings, tmp_path)
-    # Too small for Flink's fixed network and framework memory: the
-    # TaskManager's start script refuses the configuration and exits.
+    # Too small for Flink's fixed metaspace and overhead: the TaskManager's
+    # start script refuses the configuration and exits.
     broken = own.model_copy(
         update={"flink": own.flink.model_copy(update={"taskmanager_memory": "64m"})}
     )
