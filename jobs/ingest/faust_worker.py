@@ -418,6 +418,14 @@ def build_app(config: WorkerConfig, pipeline: IngestPipeline, partitions: int) -
         processing_guarantee="at_least_once",  # see the module docstring
         topic_partitions=partitions,
         consumer_auto_offset_reset="earliest",
+        # No standby replicas: a standby promoted to active after a peer's
+        # death read its changelog partitions again from their start while its
+        # read position stood at the standby's end, so Faust dropped those
+        # records and recovery waited for them for good (measured in CI: "No
+        # event received for active tp ...-changelog since recovery start",
+        # the taken-over input partitions paused until the test gave up).
+        # Without standbys a takeover reads the changelog once, as on a start.
+        table_standby_replicas=0,
         broker_session_timeout=SESSION_TIMEOUT_S,
         producer_max_request_size=config.max_message_bytes,
         datadir=str(config.data_dir / config.app_id),
