@@ -248,6 +248,13 @@ class ApiSettings(_Section):
     # Rows of per-user recall indexes a serving process keeps in memory (least
     # recently used users go first): ~1.6 KB a row, so 500k ~ 0.8 GB.
     recall_cache_items: int = Field(default=500_000, ge=1)
+    # Recall query vectors a serving process keeps, by exact query text (agents
+    # repeat questions; a hit skips MiniLM): ~1.5 KB each, 0 keeps none.
+    query_cache_items: int = Field(default=10_000, ge=0)
+    # torch intra-op threads of the serving process. One: a short query's forward
+    # pass is too small to split well, and concurrent requests already use both
+    # cores of the 2-core machine (docs/recall.md, Speed).
+    torch_threads: int = Field(default=1, ge=1)
 
 
 class MetricsSettings(_Section):

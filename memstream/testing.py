@@ -28,6 +28,9 @@ from datetime import UTC, datetime, timedelta
 from types import TracebackType
 from typing import Any, NamedTuple
 
+import numpy as np
+import numpy.typing as npt
+
 from connectors.namespace_dump import UserDump, episode_entry
 from connectors.protocols import BatchingSink, SearchHit
 from connectors.redis_memory import (
@@ -589,6 +592,10 @@ class HashingEmbedder:
     def embed_texts(self, texts: Sequence[str]) -> list[list[float]]:
         """One unit vector per text (zero for a text without words)."""
         return [self.embed(text) for text in texts]
+
+    def embed_queries(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        """``embed_texts`` as rows of an array (the recall side's call)."""
+        return np.asarray(self.embed_texts(texts), dtype=np.float32).reshape(len(texts), self.dim)
 
     def embed(self, text: str) -> list[float]:
         """The vector of one text: texts sharing words have a positive cosine."""

@@ -102,7 +102,11 @@ class QueryEmbedder(Protocol):
     """Embeds query text into the vector store's space (``pipelines.encode.Encoder``)."""
 
     def embed_texts(self, texts: Sequence[str]) -> list[list[float]]:
-        """One unit vector per text."""
+        """One unit vector per text (statements to index, many at a time)."""
+        ...
+
+    def embed_queries(self, texts: Sequence[str]) -> np.ndarray[Any, np.dtype[np.float32]]:
+        """One unit vector per recall query, a row each: a few at a time, cached by text."""
         ...
 
 
@@ -157,12 +161,15 @@ class MemoryStores:
         service reads what the sink writes, Chroma server included);
         ``namespace`` is the store namespace and the prefix of ``user.actions``.
         """
+        import torch  # loaded with MiniLM below; process-wide, so set where the process is wired
+
+        torch.set_num_threads(settings.api.torch_threads)
         stores = open_stores(settings, namespace)
         return cls(
             redis=stores.working,
             chroma=stores.episodic,
             neo4j=stores.semantic,
-            embedder=Encoder.load(),
+            embedder=Encoder.load(query_cache_items=settings.api.query_cache_items),
             publisher=KafkaActionPublisher(
                 settings.kafka.bootstrap, topic=Topics(namespace or "").user_actions
             ),
@@ -253,7 +260,7 @@ class MemoryService:
             raise ValueError("as_of must be timezone-aware")
         at = as_of or self.clock()
         wanted = set(tiers) if tiers is not None else set(Tier)
-        query_vector = np.asarray(self.stores.embedder.embed_texts([query])[0], dtype=np.float32)
+        query_vector = self.stores.embedder.embed_queries([query])[0]
         if Tier.EPISODIC in wanted:
             # Chroma holds every fact version and every episode: the user's cached index.
             committed = self._committed(tenant_id, user_id, len(query_vector))
