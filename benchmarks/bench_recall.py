@@ -43,6 +43,7 @@ import argparse
 import asyncio
 import math
 import multiprocessing
+import os
 import socket
 import statistics
 import tempfile
@@ -63,6 +64,7 @@ import uvicorn
 from jobs.serve.api import create_app
 from jobs.serve.keys import ApiKeyring
 from jobs.serve.memory_service import KafkaActionPublisher, MemoryService, MemoryStores
+from jobs.serve.query_batcher import QueryBatcher
 from jobs.stores import open_stores
 from memstream.sdk import MemoryClient
 from memstream.settings import get_settings
@@ -289,7 +291,8 @@ def timed(fn: Callable[[int], object], n: int) -> list[float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     # Defaults: the ports `memstream infra up` serves (memstream/settings.py).
-    parser.add_argument("--sizes", type=int, nargs="+", default=[1_000, 10_000])
+    # --sizes with no value and --load: the load test alone.
+    parser.add_argument("--sizes", type=int, nargs="*", default=[1_000, 10_000])
     parser.add_argument("--with-100k", action="store_true", help="also run 100,000 items")
     parser.add_argument("--queries", type=int, default=50)
     parser.add_argument("-k", type=int, default=10)
@@ -318,7 +321,7 @@ def main() -> None:
     fresh = distinct_queries("does the customer like {} or {} with {}")
     queries = [next(fresh) for _ in range(50)]
     query_vectors = np.asarray(encoder.embed_texts(queries), dtype=np.float32)
-    rows: list[tuple[int, str, float, float]] = []
+    rows: list[tuple[int, str, float, float, float]] = []
     cold: dict[int, float] = {}
     with tempfile.TemporaryDirectory(prefix="bench-recall-") as path:
         # Its own embedded Chroma in a temporary directory; Redis and Neo4j as configured.
@@ -378,14 +381,28 @@ def main() -> None:
                 ("query embedding", embed),
                 ("embedding via s-t", embed_st),
             ):
-                rows.append((size, name, *percentiles(timed(fn, args.queries))))
+                rows.append((size, name, *percentiles(timed(fn, args.queries)), os.getloadavg()[0]))
             with http_server(service, tenant) as remote:
 
                 def http(i: int, over: MemoryClient = remote) -> object:
                     return over.recall(USER, next(fresh), k=args.k)
 
-                rows.append((size, "sdk over http", *percentiles(timed(http, args.queries))))
-            rows.append((size, "numpy brute force", *percentiles(timed(brute, args.queries))))
+                rows.append(
+                    (
+                        size,
+                        "sdk over http",
+                        *percentiles(timed(http, args.queries)),
+                        os.getloadavg()[0],
+                    )
+                )
+            rows.append(
+                (
+                    size,
+                    "numpy brute force",
+                    *percentiles(timed(brute, args.queries)),
+                    os.getloadavg()[0],
+                )
+            )
         load = None
         if args.load:
             load = run_load(args, service, opened, tenant, encoder, rng)
@@ -394,10 +411,15 @@ def main() -> None:
     print(
         f"\nrecall latency, k={args.k}, {args.queries} timed queries per row (+{WARMUP} warm-up)\n"
     )
-    print(f"{'items':>8} {'method':<20} {'p50 ms':>8} {'p95 ms':>8} {'vs brute p50':>13}")
-    for size, name, p50, p95 in rows:
+    print(
+        f"{'items':>8} {'method':<20} {'p50 ms':>8} {'p95 ms':>8} {'vs brute p50':>13}"
+        f" {'load avg':>9}"
+    )
+    for size, name, p50, p95, load_avg in rows:
         base = next(r[2] for r in rows if r[0] == size and r[1] == "numpy brute force")
-        print(f"{size:>8,} {name:<20} {p50:>8.2f} {p95:>8.2f} {p50 / base:>12.1f}x")
+        print(
+            f"{size:>8,} {name:<20} {p50:>8.2f} {p95:>8.2f} {p50 / base:>12.1f}x {load_avg:>9.2f}"
+        )
     print()
     for size, seconds in cold.items():
         print(
@@ -440,19 +462,37 @@ def run_load(
     warmed = time.perf_counter() - started
     # The server's "now" stays NOW; every request asks a new query (queries[0]
     # warmed above is skipped), so each runs MiniLM, the revision check, the
-    # pending read and the ranking.
-    queries = queries[1:]
-    with serving(service, tenant) as url:
-        latencies, failures = load_test(url, users, queries, args.load_clients, args.load_seconds)
-    p50, p95 = percentiles(latencies)
-    rate = len(latencies) / args.load_seconds
-    return (
+    # pending read and the ranking. Two runs over the same warm indexes, each
+    # with its own half of the queries: one forward pass per request thread (no
+    # batcher, the serving path before), then the query batcher.
+    half = (len(queries) - 1) // 2
+    batcher = service.query_batcher
+    lines = [
         f"\nload test over HTTP: {args.load_users:,} users x {args.load_items} items"
         f" (written in {written:.0f} s; first recall of every user {warmed:.0f} s),"
-        f" {args.load_clients} concurrent clients for {args.load_seconds:.0f} s\n"
-        f"{'recalls/s':>10} {'p50 ms':>8} {'p95 ms':>8} {'requests':>9} {'failed':>7}\n"
-        f"{rate:>10.0f} {p50:>8.1f} {p95:>8.1f} {len(latencies):>9,} {failures:>7}"
-    )
+        f" {args.load_clients} concurrent clients for {args.load_seconds:.0f} s each\n",
+        f"{'query embedding':<34} {'recalls/s':>10} {'p50 ms':>8} {'p95 ms':>8}"
+        f" {'requests':>9} {'failed':>7} {'mean batch':>11} {'load avg':>9}",
+    ]
+    runs: list[tuple[str, QueryBatcher | None, list[str]]] = [
+        ("one pass per request (no batcher)", None, queries[1 : 1 + half])
+    ]
+    if batcher is not None:
+        runs.append(("micro-batched", batcher, queries[1 + half :]))
+    for label, used, asked in runs:
+        service.query_batcher = used
+        batches, texts = (used.batches, used.texts) if used else (0, 0)
+        with serving(service, tenant) as url:
+            latencies, failures = load_test(url, users, asked, args.load_clients, args.load_seconds)
+        p50, p95 = percentiles(latencies)
+        rate = len(latencies) / args.load_seconds
+        mean = f"{(used.texts - texts) / max(used.batches - batches, 1):.1f}" if used else "1"
+        lines.append(
+            f"{label:<34} {rate:>10.0f} {p50:>8.1f} {p95:>8.1f} {len(latencies):>9,}"
+            f" {failures:>7} {mean:>11} {os.getloadavg()[0]:>9.2f}"
+        )
+    service.query_batcher = batcher
+    return "\n".join(lines)
 
 
 if __name__ == "__main__":

@@ -130,6 +130,15 @@ class IngestSettings(_Section):
     # 73 turns/s for parse+extract+encode against 9 with 2 (threads fight the
     # broker and the other jobs for the cores; benchmarks/bench_stage_speed.py).
     torch_threads: int = Field(default=1, ge=1)
+    # Micro-batching of concurrent recall queries (jobs/serve/query_batcher.py):
+    # one worker embeds whatever queries wait as one MiniLM batch, instead of
+    # one forward pass per request thread fighting the others for the cores.
+    # Off: each request embeds its own query. The wait bounds what a lone query
+    # pays for company; the batch bound keeps one pass short (a padded batch of
+    # 16 short queries takes ~3x one query's time, not 16x).
+    query_batching: bool = True
+    query_batch_max: int = Field(default=16, ge=1, le=256)
+    query_batch_wait_ms: float = Field(default=2.0, ge=0.0, le=50.0)
     # None: <state_dir>/models/transe (written by `memstream train transe`);
     # without a trained model the encode stage uses its deterministic fallback.
     transe_dir: Path | None = None
@@ -255,6 +264,15 @@ class ApiSettings(_Section):
     # pass is too small to split well, and concurrent requests already use both
     # cores of the 2-core machine (docs/recall.md, Speed).
     torch_threads: int = Field(default=1, ge=1)
+    # Micro-batching of concurrent recall queries (jobs/serve/query_batcher.py):
+    # one worker embeds whatever queries wait as one MiniLM batch, instead of
+    # one forward pass per request thread fighting the others for the cores.
+    # Off: each request embeds its own query. The wait bounds what a lone query
+    # pays for company; the batch bound keeps one pass short (a padded batch of
+    # 16 short queries takes ~3x one query's time, not 16x).
+    query_batching: bool = True
+    query_batch_max: int = Field(default=16, ge=1, le=256)
+    query_batch_wait_ms: float = Field(default=2.0, ge=0.0, le=50.0)
 
 
 class MetricsSettings(_Section):

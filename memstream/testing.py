@@ -597,6 +597,10 @@ class HashingEmbedder:
         """``embed_texts`` as rows of an array (the recall side's call)."""
         return np.asarray(self.embed_texts(texts), dtype=np.float32).reshape(len(texts), self.dim)
 
+    def cached_query(self, text: str) -> npt.NDArray[np.float32] | None:
+        """Always None: nothing is cached (a vector costs no model here)."""
+        return None
+
     def embed(self, text: str) -> list[float]:
         """The vector of one text: texts sharing words have a positive cosine."""
         vector = [0.0] * self.dim

@@ -151,6 +151,7 @@ def serve(
         uvicorn.run(app, host=host, port=port, log_level=log_level)
     finally:
         sampler.stop()
+        service.close()
 
 
 def mcp(

@@ -289,6 +289,9 @@ def _add_routes(app: FastAPI) -> None:
         """Liveness: the process answers (no key needed, no store touched)."""
         return Health()
 
+    # Plain (not async) handlers: FastAPI runs them on its worker threads, so a
+    # recall waiting for MiniLM (its query batch) or a store never blocks the
+    # event loop, and concurrent recalls reach the query batcher together.
     @app.post("/v1/users/{user_id}/recall", tags=["read"], responses=_ERRORS | _BAD_BODY)
     def recall(
         user_id: UserId, body: RecallRequest, tenant: Tenant, svc: Service

@@ -40,9 +40,10 @@ from connectors.kafka_admin import ping_broker
 from connectors.kafka_io import KeyedProducer
 from connectors.protocols import EpisodicReader, SemanticReader, WorkingMemoryReader
 from connectors.redis_memory import ErasureRecord
+from jobs.serve.query_batcher import QueryBatcher
 from jobs.serve.recall_items import UserItems, build_items, keep_for, to_hits
 from jobs.stores import open_stores
-from memstream.settings import Settings, get_settings
+from memstream.settings import ApiSettings, Settings, get_settings
 from pipelines.actions import action_facts
 from pipelines.context import render_context
 from pipelines.encode import Encoder
@@ -107,6 +108,10 @@ class QueryEmbedder(Protocol):
 
     def embed_queries(self, texts: Sequence[str]) -> np.ndarray[Any, np.dtype[np.float32]]:
         """One unit vector per recall query, a row each: a few at a time, cached by text."""
+        ...
+
+    def cached_query(self, text: str) -> np.ndarray[Any, np.dtype[np.float32]] | None:
+        """The vector of a query embedded before, if still cached; None otherwise."""
         ...
 
 
@@ -219,6 +224,18 @@ class MemoryService:
         # Marks run after the reply, one at a time: a Chroma write (~10 ms on a busy
         # machine) on every recall's path doubled its latency under load.
         self._marker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="recall-marks")
+        api = settings.api if settings else ApiSettings()
+        # Concurrent recalls share MiniLM forward passes (jobs/serve/query_batcher.py);
+        # None: each caller embeds its own query on its own thread.
+        self.query_batcher: QueryBatcher | None = (
+            QueryBatcher(
+                self.stores.embedder.embed_queries,
+                max_batch=api.query_batch_max,
+                max_wait_s=api.query_batch_wait_ms / 1000,
+            )
+            if api.query_batching
+            else None
+        )
 
     @classmethod
     def from_settings(
@@ -260,7 +277,7 @@ class MemoryService:
             raise ValueError("as_of must be timezone-aware")
         at = as_of or self.clock()
         wanted = set(tiers) if tiers is not None else set(Tier)
-        query_vector = self.stores.embedder.embed_queries([query])[0]
+        query_vector = self._query_vector(query)
         if Tier.EPISODIC in wanted:
             # Chroma holds every fact version and every episode: the user's cached index.
             committed = self._committed(tenant_id, user_id, len(query_vector))
@@ -302,6 +319,22 @@ class MemoryService:
             hits += find(waiting, k - len(hits))
         self._mark_served(tenant_id, hits)
         return hits
+
+    def _query_vector(self, query: str) -> np.ndarray[Any, np.dtype[np.float32]]:
+        """MiniLM of ``query``: from the cache, else through the batcher (or alone)."""
+        embedder = self.stores.embedder
+        cached = embedder.cached_query(query)
+        if cached is not None:
+            return cached  # a hit need not wait for a batch
+        if self.query_batcher is None:
+            return embedder.embed_queries([query])[0]
+        return self.query_batcher.embed(query)
+
+    def close(self) -> None:
+        """Stop the query batcher and write the pending retrieval marks (shutdown, tests)."""
+        if self.query_batcher is not None:
+            self.query_batcher.close()
+        self._marker.shutdown(wait=True)
 
     def _mark_served(self, tenant_id: str, hits: Sequence[RecallHit]) -> None:
         """Tell Chroma what recall served, so the 30-day archive keeps it live.
