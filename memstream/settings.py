@@ -133,9 +133,10 @@ class IngestSettings(_Section):
     # Micro-batching of concurrent recall queries (jobs/serve/query_batcher.py):
     # one worker embeds whatever queries wait as one MiniLM batch, instead of
     # one forward pass per request thread fighting the others for the cores.
-    # Off: each request embeds its own query. The wait bounds what a lone query
-    # pays for company; the batch bound keeps one pass short (a padded batch of
-    # 16 short queries takes ~3x one query's time, not 16x).
+    # Off: each request embeds its own query. The wait bounds what a query pays
+    # for company (only while queries come together; a lone caller never
+    # waits); the batch bound keeps one pass short (a padded batch of 16 short
+    # queries took ~3.5x one query's time on the loaded machine, not 16x).
     query_batching: bool = True
     query_batch_max: int = Field(default=16, ge=1, le=256)
     query_batch_wait_ms: float = Field(default=2.0, ge=0.0, le=50.0)
@@ -267,9 +268,10 @@ class ApiSettings(_Section):
     # Micro-batching of concurrent recall queries (jobs/serve/query_batcher.py):
     # one worker embeds whatever queries wait as one MiniLM batch, instead of
     # one forward pass per request thread fighting the others for the cores.
-    # Off: each request embeds its own query. The wait bounds what a lone query
-    # pays for company; the batch bound keeps one pass short (a padded batch of
-    # 16 short queries takes ~3x one query's time, not 16x).
+    # Off: each request embeds its own query. The wait bounds what a query pays
+    # for company (only while queries come together; a lone caller never
+    # waits); the batch bound keeps one pass short (a padded batch of 16 short
+    # queries took ~3.5x one query's time on the loaded machine, not 16x).
     query_batching: bool = True
     query_batch_max: int = Field(default=16, ge=1, le=256)
     query_batch_wait_ms: float = Field(default=2.0, ge=0.0, le=50.0)

@@ -7,7 +7,9 @@ p95 1.8 s). Here each caller hands its query text to one worker thread and
 waits: the worker takes the first text waiting, gathers what else arrives
 within ``max_wait_s`` (at most ``max_batch`` texts), embeds them as one padded
 batch and hands each caller its own row. While a batch runs, new queries queue
-up and form the next one, so the wait only matters when traffic is light.
+up and form the next one. The worker waits for company only while queries
+come together (its last batch held more than one): a caller asking alone, as
+an SDK in one thread does, never pays the wait.
 
 A batch that raises is retried text by text, so an exception (a text the
 tokenizer refuses, say) reaches only the caller whose text caused it.
@@ -62,6 +64,7 @@ class QueryBatcher:
         self._closed = False
         self._close_lock = threading.Lock()
         self.batches = 0  # forward passes run; texts / batches is the mean batch size
+        self._together = False  # the last batch held more than one text
         self.texts = 0
         # A daemon: a process that exits without close() must not hang on it.
         self._worker = threading.Thread(target=self._run, name=name, daemon=True)
@@ -92,7 +95,8 @@ class QueryBatcher:
             if first is None:
                 return
             batch = [first]
-            deadline = time.monotonic() + self.max_wait_s
+            # Alone last time: take only what already waits, do not wait for more.
+            deadline = time.monotonic() + (self.max_wait_s if self._together else 0.0)
             while len(batch) < self.max_batch:
                 try:
                     item = self._queue.get(timeout=max(deadline - time.monotonic(), 0.0))
@@ -102,6 +106,7 @@ class QueryBatcher:
                     stopping = True  # after this batch: it was queued before close()
                     break
                 batch.append(item)
+            self._together = len(batch) > 1
             self._answer(batch)
 
     def _answer(self, batch: list[_Job]) -> None:

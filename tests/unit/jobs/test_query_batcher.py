@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 
@@ -68,6 +69,15 @@ def test_concurrent_queries_share_a_batch_of_at_most_max_batch() -> None:
     assert max(len(b) for b in embed.batches) == 4
     assert len(embed.batches) < 10  # shared, not one pass per query
     assert batcher.batches == len(embed.batches)
+
+
+def test_a_caller_asking_alone_does_not_wait_for_company() -> None:
+    batcher = QueryBatcher(Recorder(), max_batch=8, max_wait_s=1.0)
+    started = time.monotonic()
+    for text in ("tea", "jazz", "opera"):
+        batcher.embed(text)
+    assert time.monotonic() - started < 1.0  # not a second's wait per query
+    batcher.close()
 
 
 def test_a_failing_text_raises_only_in_its_callers_thread() -> None:
