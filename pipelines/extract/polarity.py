@@ -155,7 +155,14 @@ HEDGES = re.compile(
     r"not certain|could work|could be|sometime|i'd say|if possible|or so|"
     # Everyday tentative phrasing (general English usage, not from any split's errors).
     r"hopefully|tentatively|potentially|i believe|i reckon|depends|depending on|let's say|"
-    r"pencil (?:me|it|us) in|if needed|if necessary|if need be|could do|not 100)\b",
+    r"pencil (?:me|it|us) in|if needed|if necessary|if need be|could do|not 100|"
+    # Undecided plans (LABELLING.md: a hedge is "the speaker is unsure"): a choice
+    # still being weighed is not yet the speaker's fact.
+    r"thinking (?:about|of)|considering|toying with|wondering (?:if|whether|about)|"
+    r"(?:haven't|have not|not|still not|yet to) (?:yet )?(?:decided|made up (?:my|our) minds?)|"
+    r"undecided|on the fence|in two minds|torn between|we'll see|fingers crossed|"
+    r"if all goes (?:well|to plan)|no idea|don't know (?:yet|if|whether)|"
+    r"(?:i|we|they|he|she) may)\b",
     re.IGNORECASE,
 )
 # Update cues (sentence scope): the sentence replaces an earlier value even when

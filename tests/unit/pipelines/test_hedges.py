@@ -1,0 +1,42 @@
+"""Which sentences say the speaker is unsure (LABELLING.md's hedge), and which do not."""
+
+from __future__ import annotations
+
+import pytest
+
+from pipelines.extract.polarity import is_hedged
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Maybe Tuesday.",
+        "I might switch to the premium plan.",
+        "I'm thinking of getting a dog.",
+        "We're considering Portugal for the summer.",
+        "Haven't decided between the blue one and the grey one.",
+        "I'm still in two minds about the course.",
+        "We may go to Cork in June.",
+        "Fingers crossed it's Friday.",
+        "No idea if I'll make it, we'll see.",
+        "Toying with the idea of a half marathon.",
+        "I don't know yet whether Sam's coming.",
+    ],
+)
+def test_an_unsure_speaker_is_hedged(text: str) -> None:
+    assert is_hedged(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "We went to Cork in May.",
+        "I decided on the blue one.",
+        "Book me in for Friday at 10.",
+        "My sister is vegan.",
+        "I know exactly what I want: the 500 Mbps plan.",
+        "May suits me better than June.",
+    ],
+)
+def test_a_sure_speaker_is_not(text: str) -> None:
+    assert not is_hedged(text)
