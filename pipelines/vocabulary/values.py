@@ -338,6 +338,21 @@ def same_product(a: str, b: str) -> bool:
     return set_a <= set_b or set_b <= set_a
 
 
+def same_address(a: str, b: str) -> bool:
+    """One address's words hold the other's: '12 birch court' re-states '12 birch court, flat 4'.
+
+    The shorter must still say a number and a street (three words or more):
+    "flat 2" alone names no address. Another number ("apartment 5") is another place.
+    """
+    short, long = sorted(
+        ({w.strip(".,'") for w in _words(a)}, {w.strip(".,'") for w in _words(b)}), key=len
+    )
+    short.discard("")
+    if len(short) < 3 or not any(w.isdigit() for w in short):
+        return False
+    return short <= long
+
+
 # -- times said on a day ---------------------------------------------------------
 _ORDINAL = re.compile(r"(\d{1,2})(?:st|nd|rd|th)")
 _MONTH_NAMES = "|".join(MONTHS)
@@ -492,6 +507,10 @@ def _problem_person(value: str) -> str | None:
 
 
 def _problem_datetime(value: str) -> str | None:
+    if re.fullmatch(r"\d{1,2}", value.strip()):
+        # "12" alone is a clock hour, a day of the month or a count: no reader can
+        # tell which, and a version chain of such fragments says nothing.
+        return "a bare number is not a time: it needs its day, date or am/pm"
     return None if _is_time_expression(value) else "a time is made of days, dates and clock times"
 
 
@@ -555,7 +574,7 @@ VALUE_TYPES: dict[str, ValueType] = {
         ValueType("text", normalise_text, _token_key, _problem_text),
         ValueType("phone", normalise_phone, phone_key, _problem_phone, same_phone),
         ValueType("email", normalise_email, str, _problem_email),
-        ValueType("address", normalise_address, _token_key, _problem_address),
+        ValueType("address", normalise_address, _token_key, _problem_address, same_address),
         ValueType("place", normalise_place, _token_key, _problem_place),
         ValueType("person", normalise_text, _token_key, _problem_person),
         ValueType("datetime", normalise_datetime, _token_key, _problem_datetime),

@@ -86,6 +86,11 @@ def test_values_have_one_canonical_form(predicate: str, said: str, canonical: st
         ("installation_time", "monday", "monday 2pm", False),
         ("likes", "spicy dishes", "spicy dish", True),
         ("email", "a@b.co", "a@b.com", False),
+        ("address", "12 birch court, apartment 4, lakeside", "12 birch court", True),
+        ("address", "77 Cedar Road", "77 cedar road, flat 2", True),
+        ("address", "12 birch court, apartment 4", "12 birch court, apartment 5", False),
+        ("address", "31 elm street", "77 cedar road", False),
+        ("address", "77 cedar road, flat 2", "flat 2", False),
     ],
 )
 def test_surface_forms_of_one_value_are_the_same_value(
@@ -114,6 +119,10 @@ def test_surface_forms_of_one_value_are_the_same_value(
         ("appointment_time", "thursday between 9 and 11am", True),
         ("appointment_time", "end of the month", True),
         ("appointment_time", "the blue one", False),
+        ("appointment_time", "12", False),
+        ("delivery_time", "7", False),
+        ("delivery_time", "7pm", True),
+        ("delivery_time", "the 12th", True),
         ("preferred_language", "klingon", False),
         ("contact_channel", "pigeon", False),
         ("diet", "vegan", True),
