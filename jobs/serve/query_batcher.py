@@ -38,9 +38,6 @@ class _Job:
     result: Future[Vector] = field(default_factory=Future)
 
 
-# close() puts None last: the worker finishes what came before it, then exits.
-
-
 class QueryBatcher:
     """Embeds texts handed in by many threads, in batches, on one worker thread."""
 
@@ -60,6 +57,7 @@ class QueryBatcher:
         self._embed = embed
         self.max_batch = max_batch
         self.max_wait_s = max_wait_s
+        # close() puts None last: the worker finishes what came before it, then exits.
         self._queue: queue.SimpleQueue[_Job | None] = queue.SimpleQueue()
         self._closed = False
         self._close_lock = threading.Lock()
