@@ -1,91 +1,50 @@
-"""Train the learned extractor's tagger head on aligned dev-set turns.
+"""Fine-tune the learned extractor (pipelines/extract/learned/model.py) on aligned dev-set turns.
 
 Kept beside the model (as pipelines/ner/training.py is) so unit tests can
-train a tiny model in a temporary directory and the CLI stays a thin
-composition root. The encoder is frozen, so each turn is embedded once:
-flair keeps the vectors on the sentences between epochs (storage mode
-"cpu"), and heads trained one after the other on the same sentences share
-that work.
+train a tiny model and the CLI stays a thin composition root. Turns are
+batched by length, so a batch pads little; the learning rate warms up over
+the first steps and then falls linearly to zero.
 """
 
 from __future__ import annotations
 
+import gc
 import random
-from collections import Counter
-from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
 
 from pipelines.extract.learned.model import (
-    EncoderConfig,
-    HeadConfig,
     LearnedExtractor,
-    minilm_embeddings,
-    new_tagger,
-    to_sentence,
+    TaggerConfig,
+    build_tagger,
+    load_tokenizer,
+    pieces,
+    predicate_tags,
 )
 from pipelines.extract.learned.tagging import (
+    OUTSIDE,
     Alignment,
     Example,
     labelled_files,
     parse_span_label,
     read_examples,
-    span_label,
 )
+from pipelines.vocabulary import Vocabulary
 
-# The dev-set files held out for choosing an architecture (blind when written,
+# The dev-set files held out for choosing how to train (blind when written,
 # benchmarks/devset/README.md, "Held-out splits").
 VALIDATION_FILES = ("heldout11.txt", "heldout12.txt")
-# Hedged labels rarer than this are trained without the hedge (label_map).
-MIN_LABEL_COUNT = 3
-
-
-@dataclass(frozen=True)
-class Architecture:
-    """A tagger head and how it is trained."""
-
-    name: str
-    head: HeadConfig
-    learning_rate: float
-    epochs: int
-    mini_batch_size: int = 32
-    encoder: EncoderConfig = field(default_factory=EncoderConfig)
-
-
-ARCHITECTURES = {
-    # One linear map from each frozen MiniLM vector to the tags: no RNN, no CRF.
-    "linear": Architecture(
-        "linear",
-        HeadConfig(use_rnn=False, use_crf=False, locked_dropout=0.2),
-        learning_rate=5e-3,
-        epochs=30,
-    ),
-    # A small BiLSTM over the same vectors, a softmax per token: no CRF.
-    "bilstm": Architecture(
-        "bilstm",
-        HeadConfig(use_rnn=True, use_crf=False, hidden_size=64, locked_dropout=0.3),
-        learning_rate=1e-2,
-        epochs=25,
-    ),
-    # A small BiLSTM-CRF over the same vectors: sees the tags of its neighbours.
-    "bilstm-crf": Architecture(
-        "bilstm-crf",
-        HeadConfig(use_rnn=True, use_crf=True, hidden_size=64, locked_dropout=0.3),
-        learning_rate=1e-2,
-        epochs=8,
-    ),
-}
+# Loss on a target that is not there (flags outside any value, a word's later pieces).
+IGNORED = -100
 
 
 def seed_everything(seed: int) -> None:
-    """Seed python, torch and flair so that training is reproducible on CPU."""
-    import flair
+    """Seed python and torch so that training is reproducible on CPU."""
     import torch
 
     random.seed(seed)
     torch.manual_seed(seed)
-    flair.set_seed(seed)
 
 
 def split_examples(data_dir: Path) -> tuple[list[Example], list[Example]]:
@@ -98,75 +57,94 @@ def split_examples(data_dir: Path) -> tuple[list[Example], list[Example]]:
     return train, validation
 
 
-def label_map(alignments: Sequence[Alignment], min_count: int = MIN_LABEL_COUNT) -> dict[str, str]:
-    """Each span label of the training turns and the label it is trained as.
-
-    A hedged label seen fewer than ``min_count`` times is trained without its
-    hedge (``likes~neg~hedge`` as ``likes~neg``): too few to learn, and every
-    extra label costs the CRF tags² per token. Negation is always kept.
-    """
-    counts = Counter(span.label for a in alignments for span in a.spans)
-    mapping = {}
-    for label, count in counts.items():
-        predicate, negated, hedged = parse_span_label(label)
-        rare = hedged and count < min_count
-        mapping[label] = span_label(predicate, negated) if rare else label
-    return mapping
-
-
-def sentences_of(alignments: Sequence[Alignment], labels: dict[str, str]) -> list[Any]:
-    """Flair sentences with the gold span labels (as ``label_map`` trains them)."""
-    return [
-        to_sentence(a.encoded, [replace(s, label=labels.get(s.label, s.label)) for s in a.spans])
-        for a in alignments
-    ]
+def word_targets(
+    alignment: Alignment, tag_index: dict[str, int]
+) -> tuple[list[int], list[int], list[int]]:
+    """Per word of the sequence: its tag id, and negated / hedged (``IGNORED`` outside values)."""
+    length = len(alignment.encoded.words)
+    tags = [tag_index[OUTSIDE]] * length
+    negated, hedged = [IGNORED] * length, [IGNORED] * length
+    for span in alignment.spans:
+        predicate, is_negated, is_hedged = parse_span_label(span.label)
+        for w in range(span.start, span.end):
+            tags[w] = tag_index[f"{'B' if w == span.start else 'I'}-{predicate}"]
+            negated[w], hedged[w] = int(is_negated), int(is_hedged)
+    return tags, negated, hedged
 
 
-def train_extractor(
-    sentences: Sequence[Any],
-    labels: Sequence[str],
-    architecture: Architecture,
-    work_dir: Path,
+def train_tagger(
+    alignments: Sequence[Alignment],
+    config: TaggerConfig,
     *,
     seed: int,
-    epochs: int | None = None,
-    embeddings: Any = None,
+    vocab: Vocabulary | None = None,
+    progress: Callable[[str], None] | None = None,
 ) -> LearnedExtractor:
-    """Train one head on ``sentences`` (from ``sentences_of``); the model after the last epoch.
-
-    Pass the same ``embeddings`` (``minilm_embeddings``) and sentences to
-    several calls to embed the turns only once.
-    """
+    """Fine-tune a tagger on aligned turns; the model after the last epoch."""
     seed_everything(seed)
     import torch
-    from flair.data import Corpus
-    from flair.datasets import FlairDatapointDataset
-    from flair.trainers import ModelTrainer
 
-    embeddings = embeddings if embeddings is not None else minilm_embeddings(architecture.encoder)
-    tagger = new_tagger(embeddings, labels, architecture.head)
-    corpus = Corpus(
-        train=FlairDatapointDataset(list(sentences)),
-        dev=None,
-        test=None,
-        sample_missing_splits=False,
+    tags = predicate_tags(parse_span_label(s.label)[0] for a in alignments for s in a.spans)
+    tag_index = {tag: i for i, tag in enumerate(tags)}
+    tokenizer = load_tokenizer()
+    model = build_tagger(tags, config)
+    named = list(model.named_parameters())
+    encoder = [p for n, p in named if n.startswith("encoder.") and p.requires_grad]
+    heads = [p for n, p in named if not n.startswith("encoder.")]
+    optimiser = torch.optim.AdamW(
+        [{"params": encoder, "lr": config.encoder_lr}, {"params": heads, "lr": config.head_lr}],
+        weight_decay=0.01,
     )
-    work_dir.mkdir(parents=True, exist_ok=True)
-    ModelTrainer(tagger, corpus).train(
-        str(work_dir),
-        learning_rate=architecture.learning_rate,
-        mini_batch_size=architecture.mini_batch_size,
-        max_epochs=epochs if epochs is not None else architecture.epochs,
-        # AdamW: the linear head on frozen vectors crawls under flair's SGD default.
-        optimizer=torch.optim.AdamW,
-        shuffle=True,
-        # The encoder is frozen: vectors kept on the sentences are never stale.
-        embeddings_storage_mode="cpu",
-        save_final_model=False,
-        # Also stops flair writing a best-model.pt (transformer included) every epoch.
-        use_final_model_for_eval=True,
-        create_file_logs=False,
-        create_loss_file=False,
+    ordered = sorted(alignments, key=lambda a: len(a.encoded.words))
+    size = config.batch_size
+    batches = [ordered[i : i + size] for i in range(0, len(ordered), size)]
+    steps = len(batches) * config.epochs
+    warm = max(1, int(steps * config.warmup))
+    schedule = torch.optim.lr_scheduler.LambdaLR(
+        optimiser, lambda s: min(1.0, (s + 1) / warm) * max(0.0, (steps - s) / (steps - warm + 1))
     )
-    tagger.eval()
-    return LearnedExtractor(tagger, architecture.encoder, architecture.head)
+    weights = torch.ones(len(tags))
+    weights[tag_index[OUTSIDE]] = config.outside_weight
+    tag_loss = torch.nn.CrossEntropyLoss(weight=weights, ignore_index=IGNORED)
+    flag_loss = torch.nn.BCEWithLogitsLoss()
+    rng = random.Random(seed)  # noqa: S311 - batch order, not security
+    collecting = gc.isenabled()
+    gc.disable()  # the tokenizer and autograd make many short-lived cycles
+    try:
+        for epoch in range(config.epochs):
+            model.train()
+            rng.shuffle(batches)
+            total, start = 0.0, time.perf_counter()
+            for batch in batches:
+                encoded = pieces(tokenizer, [a.encoded for a in batch])
+                shape = tuple(encoded.ids.shape)
+                targets = [torch.full(shape, IGNORED, dtype=torch.long) for _ in range(3)]
+                for row, alignment in enumerate(batch):
+                    per_word = word_targets(alignment, tag_index)
+                    for word, piece in enumerate(encoded.firsts[row]):
+                        if piece >= 0:
+                            for target, values in zip(targets, per_word, strict=True):
+                                target[row, piece] = values[word]
+                tag_logits, neg_logits, hedge_logits = model(encoded.ids, encoded.mask)
+                loss = tag_loss(tag_logits.reshape(-1, len(tags)), targets[0].reshape(-1))
+                for logits, target in zip((neg_logits, hedge_logits), targets[1:], strict=True):
+                    inside = target != IGNORED
+                    if inside.any():
+                        loss = loss + flag_loss(logits[inside], target[inside].float())
+                optimiser.zero_grad()
+                loss.backward()
+                torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+                optimiser.step()
+                schedule.step()
+                total += float(loss.detach())
+            if progress is not None:
+                progress(
+                    f"epoch {epoch + 1}/{config.epochs}: loss {total / len(batches):.4f} "
+                    f"({time.perf_counter() - start:.0f} s)"
+                )
+            gc.collect()
+    finally:
+        if collecting:
+            gc.enable()
+    model.eval()
+    return LearnedExtractor(model, tokenizer, tags, config, vocab)

@@ -1,8 +1,8 @@
-"""Learned extractor model: a tiny tagger trained, saved without MiniLM, reloaded, still right.
+"""Learned extractor model: a tiny tagger fine-tuned, saved without MiniLM's own weights, reloaded.
 
-Guards the save format: the file holds only the head, the packaged MiniLM is
-attached again at load time, and the reloaded model predicts what the trained
-one did.
+Guards the save format: the file holds only what training changed (the top
+layers and the heads), the packaged MiniLM is attached again at load time,
+and the reloaded model predicts what the trained one did.
 """
 
 from __future__ import annotations
@@ -12,15 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from pipelines.extract.learned.model import HeadConfig, LearnedExtractor
+from pipelines.extract.learned.model import LearnedExtractor, TaggerConfig
 from pipelines.extract.learned.scoring import score
 from pipelines.extract.learned.tagging import Example, GoldTriple, align
-from pipelines.extract.learned.training import (
-    Architecture,
-    label_map,
-    sentences_of,
-    train_extractor,
-)
+from pipelines.extract.learned.training import split_examples, train_tagger
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -33,15 +28,19 @@ TURNS = [
     ("", "Hello there, lovely weather!", "user", []),
     ("", "We can install on Monday.", "agent", [GoldTriple("installation_time", "monday")]),
 ]
-# A linear head learns six turns in a few seconds; a high rate, no dropout.
-TINY = Architecture(
-    "tiny",
-    HeadConfig(use_rnn=False, use_crf=False, locked_dropout=0.0, word_dropout=0.0),
-    learning_rate=0.05,
-    epochs=40,
-    mini_batch_size=2,
+# Six turns learned by the top layer in a few seconds: a high rate, no dropout.
+TINY = TaggerConfig(
+    trained_layers=1,
+    epochs=30,
+    batch_size=2,
+    encoder_lr=3e-4,
+    head_lr=1e-2,
+    warmup=0.0,
+    dropout=0.0,
+    outside_weight=1.0,
 )
-MAX_HEAD_BYTES = 1_000_000  # the head alone; MiniLM would be ~90 MB
+# One MiniLM layer and the heads in half precision; all of MiniLM would be ~90 MB.
+MAX_ONE_LAYER_BYTES = 5_000_000
 
 
 @pytest.fixture(scope="module")
@@ -52,22 +51,29 @@ def trained(tmp_path_factory: pytest.TempPathFactory) -> tuple[LearnedExtractor,
     ]
     alignments = [align(e) for e in examples]
     assert all(not a.unaligned for a in alignments)
-    mapping = label_map(alignments, min_count=1)
-    work = tmp_path_factory.mktemp("learned")
-    model = train_extractor(
-        sentences_of(alignments, mapping), sorted(set(mapping.values())), TINY, work, seed=7
-    )
-    return model, model.save(work / "extractor.pt")
+    model = train_tagger(alignments, TINY, seed=7)
+    return model, model.save(tmp_path_factory.mktemp("learned") / "extractor.pt")
 
 
-def test_saved_file_holds_only_the_head(trained: tuple[LearnedExtractor, Path]) -> None:
+def _facts(predicted: list[list]) -> list[list[tuple[str, str, bool, bool, bool]]]:
+    return [
+        [(t.predicate, t.obj, t.negated, t.hedged, t.from_context) for t in p] for p in predicted
+    ]
+
+
+def test_saved_file_holds_only_what_training_changed(
+    trained: tuple[LearnedExtractor, Path],
+) -> None:
     import torch
 
     _, path = trained
-    assert path.stat().st_size < MAX_HEAD_BYTES
+    assert path.stat().st_size < MAX_ONE_LAYER_BYTES
     saved = torch.load(path, map_location="cpu", weights_only=True)
-    assert not [name for name in saved["state_dict"] if name.startswith("embeddings.")]
-    assert saved["head"]["use_rnn"] is False
+    names = list(saved["state_dict"])
+    assert not [n for n in names if "embeddings" in n or "encoder.layer.0." in n]
+    assert any(n.startswith("encoder.encoder.layer.5.") for n in names)
+    assert {"tags.weight", "negated.weight", "hedged.weight"} <= set(names)
+    assert saved["config"]["trained_layers"] == 1
 
 
 def test_reloaded_model_predicts_the_training_turns(trained: tuple[LearnedExtractor, Path]) -> None:
@@ -78,9 +84,17 @@ def test_reloaded_model_predicts_the_training_turns(trained: tuple[LearnedExtrac
     report = score([gold for *_, gold in TURNS], predicted)
     assert (report.overall.fp, report.overall.fn) == (0, 0)
     assert report.overall.tp == sum(len(gold) for *_, gold in TURNS)
-    assert model.predict(turns) == predicted
+    # Half-precision weights: the same facts, confidences within rounding.
+    before = model.predict(turns)
+    assert _facts(before) == _facts(predicted)
+    for a, b in zip(before, predicted, strict=True):
+        assert [t.confidence for t in a] == pytest.approx([t.confidence for t in b], abs=0.02)
     [yes] = predicted[1]
     assert yes.from_context and 0.0 < yes.confidence <= 1.0
+    [maybe] = predicted[3]
+    assert maybe.hedged and not maybe.negated
+    [mushroom] = predicted[2]
+    assert mushroom.negated
     assert reloaded.predict([]) == []
 
 
@@ -93,20 +107,21 @@ def test_a_file_of_another_format_is_refused(tmp_path: Path) -> None:
         LearnedExtractor.load(path)
 
 
-# `memstream train extractor` (seed 13, bilstm kept) measured validation triple
-# F1 0.491 on heldout11/12 after reloading (the model of stop 15); minus a margin.
-COMMITTED_F1_FLOOR = 0.45
+# `memstream train extractor` (seed 13) measured validation triple F1 FIXME on
+# heldout11/12's user turns after reloading; minus a margin. The flair head it
+# replaced scored 0.466 there.
+COMMITTED_F1_FLOOR = 0.50
 MAX_COMMITTED_BYTES = 50_000_000
 DEVSET = Path(__file__).resolve().parents[4] / "benchmarks" / "devset"
 
 
 def test_committed_model_is_small_and_scores_on_the_validation_split() -> None:
     from pipelines.extract.learned.model import MODEL_PATH
-    from pipelines.extract.learned.training import split_examples
 
     assert MODEL_PATH.stat().st_size <= MAX_COMMITTED_BYTES
     _, validation = split_examples(DEVSET)
+    users = [e for e in validation if e.role == "user"]
     model = LearnedExtractor.load(MODEL_PATH)
-    predicted = model.predict([(e.previous_text, e.text, e.role) for e in validation])
-    report = score([align(e).gold for e in validation], predicted)
+    predicted = model.predict([(e.previous_text, e.text, e.role) for e in users])
+    report = score([align(e).gold for e in users], predicted)
     assert report.overall.f1 >= COMMITTED_F1_FLOOR
