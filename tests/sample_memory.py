@@ -12,7 +12,7 @@ from datetime import UTC, datetime
 
 from pipelines.vocabulary import default_vocabulary
 from schemas.hits import SearchHit
-from schemas.memory import Polarity
+from schemas.memory import MemoryKind, Polarity
 
 Versions = Callable[[str, str], Sequence[SearchHit]]  # (tenant, user) -> every version
 Fact = tuple[str, str, str]  # (predicate, object, "affirmed" / "negated")
@@ -68,13 +68,18 @@ def check_sample_memory(versions: Versions, at: datetime) -> None:
     assert {("contact_channel", "sms", "negated"), ("contact_channel", "email", "affirmed")} <= now
     assert ("contact_time", "before 9", "negated") in now, now
     # "Monday at 2 pm", said three times and booked by the CRM: one window, one version.
+    # "Weekdays only" (said before it), if kept, is a standing rule beside the
+    # booking, never a version of it.
     assert ("installation_time", "weekend", "negated") in now, now
-    chain = [
+    spec = default_vocabulary().spec("installation_time")
+    affirmed = [
         h for h in alice if h.predicate == "installation_time" and h.polarity is Polarity.AFFIRMED
     ]
+    standing = [h for h in affirmed if spec.standing(h.object)]
+    assert all(h.kind is MemoryKind.RULE and h.is_current(at) for h in standing), standing
+    chain = [h for h in affirmed if not spec.standing(h.object)]
     assert len(chain) == 1, [h.object for h in chain]
     said = datetime(2026, 3, 2, 9, tzinfo=UTC)  # the Monday she said "Monday at 2 pm"
-    spec = default_vocabulary().spec("installation_time")
     assert spec.same_value("monday 2pm", chain[0].object, said, chain[0].valid_from)
     # "500 Mbps fiber" and the CRM's "fiber-500" are one plan.
     _one_value(alice, "plan", "500mbps", at)

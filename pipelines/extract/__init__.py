@@ -2,6 +2,5 @@
 
 from pipelines.extract.crm import extract_crm
 from pipelines.extract.extractor import FactExtractor
-from pipelines.extract.vocabulary import PREDICATES
 
-__all__ = ["PREDICATES", "FactExtractor", "extract_crm"]
+__all__ = ["FactExtractor", "extract_crm"]

@@ -32,7 +32,7 @@ def extract_crm(webhook: CrmWebhook) -> list[ExtractedFact]:
             continue  # an exclusion lifted says nothing either way
         negated = cleared or vocab.names_negation(key)
         value = spec.normalise(str(raw))
-        kind = spec.kind
+        kind = spec.kind_of(value, negated=negated)
         facts.append(
             ExtractedFact(
                 tenant_id=webhook.tenant_id,

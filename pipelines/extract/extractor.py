@@ -8,7 +8,6 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pipelines.extract import vocabulary as vocab
 from pipelines.extract.candidates import (
     Candidate,
     TopicHints,
@@ -46,6 +45,7 @@ from pipelines.extract.typed import typed
 from pipelines.ner.tagger import MODEL_PATH, NerTagger
 from pipelines.parse.model import Intent, ParsedTurn
 from pipelines.parse.parser import DialogueParser, parsed_head
+from pipelines.vocabulary import default_vocabulary
 from schemas.events import DialogueEvent, Role
 from schemas.facts import Assertor, ExtractedFact, Span
 from schemas.memory import MemoryKind, Polarity
@@ -299,10 +299,8 @@ class FactExtractor:
                 confidence = CONFIDENCE_HEDGED
             else:
                 confidence = CONFIDENCE_STATED if cand.explicit else CONFIDENCE_GUESSED_TOPIC
-            kind = vocab.PREDICATES[cand.predicate]
-            if negated and cand.predicate in vocab.RULE_WHEN_NEGATED:
-                kind = MemoryKind.RULE
-            elif committed:
+            kind = default_vocabulary().spec(cand.predicate).kind_of(cand.value, negated=negated)
+            if kind is not MemoryKind.RULE and committed:
                 kind = MemoryKind.COMMITMENT
             facts.append(
                 ExtractedFact(
@@ -347,6 +345,7 @@ class FactExtractor:
             else Span(label="SENTENCE", text=first.text, start=first.start, end=first.end)
         )
         hedged = is_hedged(event.text)
+        vocabulary = default_vocabulary()
         return [
             ExtractedFact(
                 tenant_id=event.tenant_id,
@@ -357,7 +356,7 @@ class FactExtractor:
                 subject=SUBJECT,
                 predicate=offer.predicate,
                 object=offer.object,
-                kind=vocab.PREDICATES[offer.predicate],
+                kind=vocabulary.spec(offer.predicate).kind_of(offer.object, negated=False),
                 confidence=CONFIDENCE_HEDGED if hedged else CONFIDENCE_CONFIRMED,
                 text=f"{offer.predicate} {offer.object}",
                 intent=parsed.intent.value,

@@ -1,6 +1,6 @@
 """The predicate vocabulary and the canonical form of objects.
 
-Every fact the NLP rules produce uses one of ``PREDICATES``; objects are
+Every fact the NLP rules produce uses a predicate of pipelines/vocabulary; objects are
 normalised so the same fact stated twice ("Mondays", "on Monday") yields the
 same triple and the same hash. benchmarks/devset/README.md documents the same
 rules for the gold triples.
@@ -10,25 +10,12 @@ from __future__ import annotations
 
 import re
 
-from pipelines.vocabulary import Negation, default_vocabulary
 from pipelines.vocabulary.values import (
     LANGUAGE_NAMES,
     normalise_code,
     normalise_datetime,
     normalise_phone,
     normalise_place,
-)
-from schemas.memory import MemoryKind
-
-# predicate -> the kind a plain affirmed statement of it has (predicates.toml).
-PREDICATES: dict[str, MemoryKind] = {
-    name: spec.kind for name, spec in default_vocabulary().predicates.items()
-}
-# A negated time or channel is a standing constraint ("no calls before 9").
-RULE_WHEN_NEGATED = frozenset(
-    name
-    for name, spec in default_vocabulary().predicates.items()
-    if spec.negation is Negation.CONSTRAINT
 )
 
 # "send an engineer on Saturday" is a visit, not a delivery: a person sent (or

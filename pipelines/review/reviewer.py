@@ -351,9 +351,14 @@ class Reviewer:
         # every negated constraint, so "no SMS" is never closed by an unrelated
         # "email is fine" (docs/vocabulary.md, Version chains). The value's
         # identity names the chain, so its surface forms share one.
+        # An affirmed standing window ("weekdays only") is a rule beside the
+        # bookings: one chain of its own, so "weekends now" updates it and a
+        # booking neither ends it nor is ended by it.
         spec = self._spec(subject, predicate)
         if polarity is Polarity.NEGATED or spec.multi_valued:
             predicate = f"{predicate}\x1f{spec.key(obj)}"
+        elif spec.standing(obj):
+            predicate = f"{predicate}\x1fstanding"
         return chain_id(tenant, user, subject, predicate)
 
     def _reversed(

@@ -18,7 +18,13 @@ from typing import Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
 
-from pipelines.vocabulary.values import VALUE_TYPES, ValueType, same_key, same_time
+from pipelines.vocabulary.values import (
+    VALUE_TYPES,
+    ValueType,
+    is_standing_window,
+    same_key,
+    same_time,
+)
 from schemas.memory import MemoryKind
 
 VOCABULARY_FILE = Path(str(files("pipelines.vocabulary").joinpath("predicates.toml")))
@@ -80,6 +86,25 @@ class PredicateSpec(BaseModel):
             return None
         article = "an" if self.type[0] in "aeiou" else "a"
         return f"{self.name} takes {article} {self.type} value: {found} ({value!r})"
+
+    def standing(self, value: str) -> bool:
+        """Whether an affirmed value is a standing rule, not one occasion of the predicate.
+
+        "Weekdays only" for an installation is a constraint on every booking,
+        the affirmed twin of "no weekends": it neither supersedes nor is
+        superseded by the booking "Monday at 2pm" (docs/vocabulary.md, Version chains).
+        """
+        return (
+            self.type == "datetime"
+            and self.negation is Negation.CONSTRAINT
+            and is_standing_window(value)
+        )
+
+    def kind_of(self, value: str, *, negated: bool) -> MemoryKind:
+        """The kind of a statement of ``value``: a constraint, negated or standing, is a rule."""
+        if self.negation is Negation.CONSTRAINT and (negated or self.standing(value)):
+            return MemoryKind.RULE
+        return self.kind
 
     def key(self, value: str) -> str:
         """The identity of a value: surface forms of one value share it (chains)."""

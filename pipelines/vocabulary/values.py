@@ -425,6 +425,37 @@ def same_time(head: str, head_at: datetime, said: str, said_at: datetime) -> boo
     return bool(new) and new <= old
 
 
+# Words that pin a time to one occasion: a named day or month, a date, a
+# relative day, a holiday. A time with none of them recurs.
+_OCCASION_WORDS = frozenset(
+    {*WEEKDAYS, *MONTHS, *_MONTH_SHORT, "today", "tomorrow", "tonight", "yesterday", "now"}
+    | {"asap", "soon", "later", "next", "this", "last", "week", "month", "year", "fortnight"}
+    | {"date", "christmas", "easter", "holidays", "holiday", "term", "same"}
+)
+# A class of days or of hours, or an open bound: what a standing window is made of.
+_WINDOW_WORDS = frozenset(
+    {*_DAY_PARTS, "weekday", "weekend", "midweek", "daily", "anytime", "whenever", "work"}
+    | {"before", "after", "until", "till", "til", "between", "onwards", "latest", "earliest"}
+) - {"tonight"}
+_DATE_LIKE = re.compile(
+    r"\d{4}-\d{2}-\d{2}|\d{1,2}(?:st|nd|rd|th)|\d{1,4}[-/]\d{1,2}(?:[-/]\d{1,4})?"
+)
+
+
+def is_standing_window(value: str) -> bool:
+    """Whether a time recurs ("weekdays", "after 6pm", "mornings") rather than names one occasion.
+
+    "Weekdays only" is a standing rule about every booking; "Monday at 2pm" is
+    one booking. A window with no day, date or relative day in it, made of a
+    class of days or hours or an open bound, recurs. A bare clock time ("2pm")
+    is a slot on a day left unsaid, so it does not.
+    """
+    words = normalise_datetime(value).split()
+    if any(word in _OCCASION_WORDS or _DATE_LIKE.fullmatch(word) for word in words):
+        return False
+    return any(word in _WINDOW_WORDS for word in words)
+
+
 # -- checks -----------------------------------------------------------------------
 def _is_time_expression(value: str) -> bool:
     words = _words(value)

@@ -13,10 +13,10 @@ from collections.abc import Sequence
 
 from pipelines.extract.learned.tagging import LearnedTriple
 from pipelines.parse.model import ParsedTurn
-from pipelines.vocabulary import Negation, default_vocabulary
+from pipelines.vocabulary import default_vocabulary
 from schemas.events import DialogueEvent, Role
 from schemas.facts import Assertor, ExtractedFact
-from schemas.memory import MemoryKind, Polarity
+from schemas.memory import Polarity
 
 # On the review gate's scale (commit >= 0.82, pending >= 0.55): a confident tag
 # commits like a rule's plain statement, a doubtful one waits for the user, a
@@ -41,7 +41,7 @@ def learned_fact(
     """One tagged triple of ``event`` as a candidate fact about the user."""
     spec = default_vocabulary().spec(triple.predicate)
     negated = triple.negated
-    kind = MemoryKind.RULE if negated and spec.negation is Negation.CONSTRAINT else spec.kind
+    kind = spec.kind_of(triple.obj, negated=negated)
     if triple.hedged:
         confidence = CONFIDENCE_HEDGED
     elif triple.from_context:

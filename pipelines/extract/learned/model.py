@@ -100,7 +100,7 @@ def build_tagger(tags: Sequence[str], config: TaggerConfig) -> Any:
     from torch import nn
     from transformers import AutoModel
 
-    class Tagger(nn.Module):  # type: ignore[misc]
+    class Tagger(nn.Module):
         def __init__(self) -> None:
             super().__init__()
             self.encoder = AutoModel.from_pretrained(_minilm_dir())

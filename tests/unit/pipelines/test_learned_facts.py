@@ -85,52 +85,59 @@ def test_a_negated_constraint_is_a_rule_and_an_agent_speaks_for_itself() -> None
     assert said.asserted_by is Assertor.AGENT
 
 
-def test_rules_facts_first_then_the_taggers_it_is_sure_of_alone() -> None:
+def test_the_taggers_facts_first_then_the_rules_closed_form_values_it_did_not_state() -> None:
     event = turn()
 
     def fact(predicate: str, obj: str, **kw: object) -> ExtractedFact:
         return learned_fact(event, PARSED, triple(predicate, obj, **kw), update=False)
 
-    rules = [fact("phone_number", "+44 7700 900123", negated=True), fact("email", "s@example.com")]
     learned = [
-        fact("phone_number", "07700900123"),  # the rules' number: their reading is kept
-        fact("likes", "jazz"),  # sure, alone: kept
+        fact("likes", "jazz"),  # sure: kept
         fact("plan", "30gb", from_context=True),  # an answer to the turn before: kept
         fact("hobby", "chess", hedged=True),  # hedged: kept, to be held
-        fact("pet", "cat", confidence=0.3),  # unsure, alone: dropped
+        fact("pet", "cat", confidence=0.3),  # unsure: dropped
+        fact("phone_number", "07700900123"),
     ]
-    combined = combine(learned, rules)
-    assert [(f.predicate, f.object, f.polarity) for f in combined] == [
-        ("phone_number", "+44 7700 900123", Polarity.NEGATED),
-        ("email", "s@example.com", Polarity.AFFIRMED),
-        ("likes", "jazz", Polarity.AFFIRMED),
-        ("plan", "30gb", Polarity.AFFIRMED),
-        ("hobby", "chess", Polarity.AFFIRMED),
-    ]
-
-
-def test_a_single_valued_predicate_the_rules_read_takes_no_second_value_from_the_tagger() -> None:
-    event = turn()
-
-    def fact(predicate: str, obj: str, **kw: object) -> ExtractedFact:
-        return learned_fact(event, PARSED, triple(predicate, obj, **kw), update=False)
-
-    # "I just signed up for the 500 Mbps fiber plan": the tagger splits the phrase.
-    rules = [fact("plan", "500mbps"), fact("contact_channel", "sms", negated=True)]
-    learned = [
-        fact("plan", "fiber"),  # single-valued, the rules read it: dropped
-        fact("contact_channel", "email"),  # the rules' value is negated, this affirmed: kept
-        fact("likes", "jazz"),
-        fact("likes", "opera"),  # multi-valued: both kept
+    rules = [
+        fact("phone_number", "+44 7700 900123"),  # the tagger's number again: not added
+        fact("email", "s@example.com"),  # closed form, missed by the tagger: added
+        fact("likes", "tea"),  # free text: the tagger's reading stands
     ]
     combined = combine(learned, rules)
     assert [(f.predicate, f.object) for f in combined] == [
-        ("plan", "500mbps"),
-        ("contact_channel", "sms"),
-        ("contact_channel", "email"),
         ("likes", "jazz"),
-        ("likes", "opera"),
+        ("plan", "30gb"),
+        ("hobby", "chess"),
+        ("phone_number", "07700900123"),
+        ("email", "s@example.com"),
     ]
+
+
+def test_a_single_valued_predicate_the_tagger_read_takes_no_second_value_from_the_rules() -> None:
+    event = turn()
+
+    def fact(predicate: str, obj: str, **kw: object) -> ExtractedFact:
+        return learned_fact(event, PARSED, triple(predicate, obj, **kw), update=False)
+
+    learned = [fact("contact_channel", "email"), fact("reference_number", "AB-12")]
+    rules = [
+        fact("contact_channel", "post"),  # single-valued, the tagger gave it a value: dropped
+        fact("contact_channel", "sms", negated=True),  # the other polarity: added
+        fact("reference_number", "CD-34"),  # multi-valued, another value: added
+    ]
+    combined = combine(learned, rules)
+    assert [(f.predicate, f.object, f.polarity) for f in combined] == [
+        ("contact_channel", "email", Polarity.AFFIRMED),
+        ("reference_number", "AB-12", Polarity.AFFIRMED),
+        ("contact_channel", "sms", Polarity.NEGATED),
+        ("reference_number", "CD-34", Polarity.AFFIRMED),
+    ]
+
+
+def test_a_standing_window_is_a_rule_beside_the_bookings() -> None:
+    weekdays = learned_fact(turn(), PARSED, triple("installation_time", "weekday"), update=False)
+    booking = learned_fact(turn(), PARSED, triple("installation_time", "monday 2pm"), update=False)
+    assert weekdays.kind is MemoryKind.RULE and booking.kind is MemoryKind.STATUS
 
 
 @pytest.fixture(scope="module")

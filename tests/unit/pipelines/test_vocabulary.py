@@ -10,6 +10,7 @@ import pytest
 from pydantic import ValidationError
 
 from pipelines.vocabulary import VOCABULARY_FILE, Cardinality, default_vocabulary, load_vocabulary
+from schemas.memory import MemoryKind
 
 ROOT = Path(__file__).resolve().parents[3]
 V = default_vocabulary()
@@ -174,3 +175,29 @@ def test_a_broken_vocabulary_is_an_error_at_start_up(tmp_path: Path) -> None:
                 + "\nnegation='ended'\nttl='none'\ncolour='red'\n",
             )
         )
+
+
+@pytest.mark.parametrize(
+    ("said", "standing"),
+    [
+        ("weekdays only", True),
+        ("mornings", True),
+        ("after 6pm", True),
+        ("between 9 and 5", True),
+        ("weekday evenings", True),
+        ("monday 2pm", False),  # one booking
+        ("tomorrow morning", False),
+        ("2pm", False),  # a slot on a day left unsaid
+        ("15th april", False),
+        ("2026-03-09 2pm", False),
+        ("next week", False),
+    ],
+)
+def test_a_standing_window_recurs_and_a_booking_names_one_occasion(
+    said: str, standing: bool
+) -> None:
+    assert default_vocabulary().spec("installation_time").standing(said) is standing
+    assert default_vocabulary().spec("installation_time").kind_of(said, negated=False) is (
+        MemoryKind.RULE if standing else MemoryKind.STATUS
+    )
+    assert not default_vocabulary().spec("birthday").standing(said)  # a date, never a window

@@ -56,3 +56,23 @@ def test_negations_of_two_values_are_two_chains() -> None:
     feed.say("e2", fact("e2", "delivery_time", "wednesday", polarity=Polarity.NEGATED))
     chains = {r.chain_id for r in feed.current(T0 + DAY)}
     assert len(chains) == 2
+
+
+def test_a_standing_window_and_a_booking_are_two_chains() -> None:
+    # "Weekdays only" constrains every installation; "Monday at 2pm" is one of them.
+    feed = Feed()
+    feed.say("e1", fact("e1", "installation_time", "weekdays only"))
+    ops = feed.say("e2", fact("e2", "installation_time", "monday 2pm"), ts=T0 + DAY)
+    assert not of(ops, OpType.CLOSE_FACT)
+    ops = feed.say(
+        "e3", fact("e3", "installation_time", "thursday 9am", is_update=True), ts=T0 + 2 * DAY
+    )
+    (closed,) = of(ops, OpType.CLOSE_FACT)
+    assert record(closed).object == "monday 2pm"
+    # A new standing window updates the old one, and leaves the booking alone.
+    ops = feed.say(
+        "e4", fact("e4", "installation_time", "weekends", is_update=True), ts=T0 + 3 * DAY
+    )
+    (closed,) = of(ops, OpType.CLOSE_FACT)
+    assert record(closed).object == "weekdays only"
+    assert {o for p, o, _ in current(feed)} == {"thursday 9am", "weekends"}
