@@ -228,6 +228,8 @@ class FactExtractor:
             update = any(s.intent is Intent.CORRECTION for s in parsed.sentences)
             update = update or is_update(event.text)
             scoped = [in_scope(t, docs.get(i)) for t in found]
+            if _hedged_alone(scoped, docs.get(i)):
+                scoped = [replace(t, hedged=True) for t in scoped]
             out[i] = [learned_fact(event, parsed, t, update=update) for t in scoped]
         return out
 
@@ -420,6 +422,20 @@ def _dedupe(found: list[Candidate]) -> list[Candidate]:
             continue
         seen.setdefault((cand.predicate, cand.value), cand)
     return list(seen.values())
+
+
+def _hedged_alone(triples: list[LearnedTriple], doc: Any) -> bool:
+    """Whether a sentence of the turn with no tagged value is a hedge ("Thursday. Not sure yet.").
+
+    Such a hedge is about the turn's values, as the rules read it (``turn_hedged``).
+    """
+    if doc is None or not triples:
+        return False
+    return any(
+        is_hedged(sent.text)
+        and not any(sent.start_char <= t.start < sent.end_char for t in triples)
+        for sent in doc.sents
+    )
 
 
 def in_scope(triple: LearnedTriple, doc: Any) -> LearnedTriple:

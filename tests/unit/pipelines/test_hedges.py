@@ -21,6 +21,12 @@ from pipelines.extract.polarity import is_hedged
         "No idea if I'll make it, we'll see.",
         "Toying with the idea of a half marathon.",
         "I don't know yet whether Sam's coming.",
+        "Thursday prob, depends on work.",
+        "Pretty sure it's the 14th.",
+        "We're off to Crete in June, unless the flights go up.",
+        "Nothing booked, we're thinking Lisbon.",
+        "I'll try to get there for 7.",
+        "Provisionally the 3rd at 2pm.",
     ],
 )
 def test_an_unsure_speaker_is_hedged(text: str) -> None:
@@ -36,6 +42,9 @@ def test_an_unsure_speaker_is_hedged(text: str) -> None:
         "My sister is vegan.",
         "I know exactly what I want: the 500 Mbps plan.",
         "May suits me better than June.",
+        "It's kind of a long story: the boiler broke on Monday.",
+        "I was hoping for under £250.",
+        "The problem is the router: it drops out every evening.",
     ],
 )
 def test_a_sure_speaker_is_not(text: str) -> None:
