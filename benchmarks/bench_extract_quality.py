@@ -50,6 +50,7 @@ BLIND_DIR = Path(__file__).parent / "devset" / "blind"
 BLIND_SPLITS = (
     *("cs_clinic", "cs_school", "friends_a", "friends_b", "cs_insurance", "friends_c"),
     *("friends_d", "cs_professional", "friends_e"),  # stop 15
+    *("friends_f", "cs_trades"),  # stop 22
 )
 # Which LongMemEval questions the natural-dialogue compression samples.
 NATURAL_SEED = 29
