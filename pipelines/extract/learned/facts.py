@@ -86,7 +86,7 @@ def combine(
     The fine-tuned tagger reads new domains and personal chat far better than
     the rules, which were written for customer service: on the nine older
     first-sight splits the rules-first hybrid scored triple F1 0.421, the
-    tagger first 0.486 (benchmarks/devset/README.md). A tagger fact is kept
+    tagger first 0.485 (benchmarks/devset/README.md, "Tagger first"). A tagger fact is kept
     when the tagger is sure of it, took it from the turn before (an answer),
     or marked it hedged (held for the user, never committed); an unsure one
     alone was more often wrong than right. A rule's value of a closed-form
