@@ -34,6 +34,8 @@ from schemas.memory import Encoding, MemoryRecord, Polarity, ReviewOutcome, Revi
 from schemas.ops import MemoryOperation, WorkingTurn
 
 Clock = Callable[[], datetime]
+# Value types whose values name times: one can narrow another ("monday 2pm" of "monday").
+_TIME_TYPES = frozenset({"datetime", "date"})
 
 
 class _Late(NamedTuple):
@@ -364,25 +366,32 @@ class Reviewer:
     def _reversed(
         self, state: UserMemoryState, cand: MemoryRecord, at: datetime
     ) -> list[MemoryRecord]:
-        """The current head on the other chain that states the same value with the other polarity.
+        """The current heads that state the same value with the other polarity.
 
         For a single-valued predicate an affirmed value and its negation live on
         different chains: "actually SMS is fine now" ends "no SMS", and "no SMS"
-        ends a current "SMS". A multi-valued value's flip stays on its own chain
-        (the conflict stage versions it).
+        ends a current "SMS". A time also reverses a time it narrows: "let's
+        keep Monday at 2pm" ends "not Monday", and "not Monday" ends the booking
+        "Monday at 2pm". A multi-valued value's flip stays on its own chain (the
+        conflict stage versions it).
         """
         spec = self._spec(cand.subject, cand.predicate)
         if spec.multi_valued:
             return []
         flipped = Polarity.AFFIRMED if cand.polarity is Polarity.NEGATED else Polarity.NEGATED
-        other = self._chain_of(
-            cand.tenant_id, cand.user_id, cand.subject, cand.predicate, cand.object, flipped
-        )
-        head = state.heads.get(other)
-        if head is None or not head.is_current(at) or head.polarity is cand.polarity:
-            return []
-        same = spec.same_value(head.object, cand.object, head.valid_from, cand.valid_from)
-        return [head] if same else []
+
+        def reverses(head: MemoryRecord) -> bool:
+            if head.polarity is not flipped or head.subject != cand.subject:
+                return False
+            if self._spec(head.subject, head.predicate).name != spec.name:
+                return False
+            if spec.same_value(head.object, cand.object, head.valid_from, cand.valid_from):
+                return True
+            return spec.type in _TIME_TYPES and spec.same_value(
+                cand.object, head.object, cand.valid_from, head.valid_from
+            )
+
+        return [head for head in state.current(at) if reverses(head)]
 
     @staticmethod
     def _fact_check(

@@ -437,6 +437,7 @@ _WINDOW_WORDS = frozenset(
     {*_DAY_PARTS, "weekday", "weekend", "midweek", "daily", "anytime", "whenever", "work"}
     | {"before", "after", "until", "till", "til", "between", "onwards", "latest", "earliest"}
 ) - {"tonight"}
+_BOUND_WORDS = frozenset({"before", "after", "until", "till", "til", "between", "and", "to"})
 _DATE_LIKE = re.compile(
     r"\d{4}-\d{2}-\d{2}|\d{1,2}(?:st|nd|rd|th)|\d{1,4}[-/]\d{1,2}(?:[-/]\d{1,4})?"
 )
@@ -453,6 +454,11 @@ def is_standing_window(value: str) -> bool:
     words = normalise_datetime(value).split()
     if any(word in _OCCASION_WORDS or _DATE_LIKE.fullmatch(word) for word in words):
         return False
+    # A bare number is a clock after a bound ("after 6", "between 9 and 5"),
+    # elsewhere the day of a month ("15 between 8am and 10am").
+    for before, word in zip(["", *words], words, strict=False):
+        if word.isdigit() and before not in _BOUND_WORDS:
+            return False
     return any(word in _WINDOW_WORDS for word in words)
 
 

@@ -41,6 +41,7 @@ OUTSIDE = "O"
 # Held-out test data (benchmarks/devset/README.md): never read, listed or trained on.
 BLIND_DIR = "blind"
 _TIME_TYPES = frozenset({"datetime", "date"})
+_PLACE_TYPES = frozenset({"address", "place"})
 
 # An e-mail; a number with its unit, suffix or clock part (10am, 9:30, 30GB,
 # 14th); a clitic "'s", split off so "Monday's fine" has a "Monday"; a word
@@ -586,6 +587,15 @@ def decode(
             raw, score, last = f"{raw} {n_raw}", min(score, n_span.score), n_last
             kinds |= time_kinds(n_raw)
             i += 1
+        while i < len(parts) and spec.type in _PLACE_TYPES:
+            # "200 Market Street, 7th floor" tagged as two spans is one address.
+            n_context, n_first, n_last, n_span = parts[i]
+            gap = [t.text for t in tokens[last:n_first]]
+            if n_context != in_context or n_span.label != span.label or not _joins_place(gap):
+                break
+            raw = text[start : tokens[n_last - 1].end]
+            score, last = min(score, n_span.score), n_last
+            i += 1
         value = canonical(spec, raw)
         if not value or spec.problem(value) is not None:
             continue
@@ -594,6 +604,15 @@ def decode(
             LearnedTriple(spec.name, value, negated, hedged, score, in_context, start, end)
         )
     return _dedupe(triples, vocab)
+
+
+def _joins_place(gap: Sequence[str]) -> bool:
+    """Whether two place spans with these tokens between are parts of one place.
+
+    Only a comma (or nothing) joins: "Leeds, West Yorkshire"; "Leeds or York"
+    and "Leeds to York" are two places.
+    """
+    return len(gap) <= 1 and all(word == "," for word in gap)
 
 
 def _dedupe(triples: list[LearnedTriple], vocab: Vocabulary) -> list[LearnedTriple]:

@@ -191,6 +191,7 @@ def test_a_broken_vocabulary_is_an_error_at_start_up(tmp_path: Path) -> None:
         ("15th april", False),
         ("2026-03-09 2pm", False),
         ("next week", False),
+        ("15 between 8am and 10am", False),  # the 15th of a month
     ],
 )
 def test_a_standing_window_recurs_and_a_booking_names_one_occasion(

@@ -169,6 +169,23 @@ def test_decoding_predicted_tags_gives_typed_triples_with_scores() -> None:
     assert phone.confidence == pytest.approx(0.8)
 
 
+def test_an_address_tagged_in_parts_around_a_comma_decodes_as_one() -> None:
+    encoded = encode("", "Send it to 200 Market Street, 7th floor, or to Leeds or York.", "user")
+    words = encoded.words
+
+    def span(label: str, first: str, last: str) -> LabelledSpan:
+        return LabelledSpan(label, words.index(first), words.index(last) + 1, 0.9)
+
+    spans = [
+        span("address", "200", "Street"),
+        span("address", "7th", "floor"),
+        span("lives_in", "Leeds", "Leeds"),  # "or" keeps two places apart
+        span("lives_in", "York", "York"),
+    ]
+    triples = decode(encoded, spans)
+    assert sorted(t.obj for t in triples) == ["200 market street, 7th floor", "leeds", "york"]
+
+
 def test_decoding_keeps_context_spans_apart_and_drops_values_of_the_wrong_type() -> None:
     encoded = encode("Would Tuesday suit?", "Yes.", "user")
     tuesday = encoded.words.index("Tuesday")

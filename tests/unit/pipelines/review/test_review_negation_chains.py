@@ -76,3 +76,20 @@ def test_a_standing_window_and_a_booking_are_two_chains() -> None:
     (closed,) = of(ops, OpType.CLOSE_FACT)
     assert record(closed).object == "weekdays only"
     assert {o for p, o, _ in current(feed)} == {"thursday 9am", "weekends"}
+
+
+def test_a_time_that_narrows_a_negated_one_reverses_it() -> None:
+    # "Tuesday instead of Monday" ... "let's keep Monday at 2pm after all".
+    feed = Feed()
+    feed.say("e1", fact("e1", "appointment_time", "monday", polarity=Polarity.NEGATED))
+    ops = feed.say("e2", fact("e2", "appointment_time", "monday 2pm", is_update=True), ts=T0 + DAY)
+    (closed,) = of(ops, OpType.CLOSE_FACT)
+    assert record(closed).object == "monday" and record(closed).polarity is Polarity.NEGATED
+    # And "not Monday" ends the booking it contains; "not Friday" would not.
+    feed.say("e3", fact("e3", "appointment_time", "friday", polarity=Polarity.NEGATED))
+    assert ("appointment_time", "monday 2pm", "affirmed") in current(feed)
+    ops = feed.say(
+        "e4", fact("e4", "appointment_time", "monday", polarity=Polarity.NEGATED), ts=T0 + 2 * DAY
+    )
+    (closed,) = of(ops, OpType.CLOSE_FACT)
+    assert record(closed).object == "monday 2pm"
