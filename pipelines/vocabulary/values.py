@@ -293,6 +293,35 @@ def _token_key(value: str) -> str:
     return " ".join(sorted(_singular(word) for word in _words(value)))
 
 
+# Words that carry no identity in free text: "pepper the cat" and "cat pepper",
+# "moving to exeter" and "move to exeter" state one value. Negators stay.
+_TEXT_FILLER = frozenset(
+    {"the", "a", "an", "my", "our", "his", "her", "their", "your", "its", "to", "of"}
+    | {"is", "are", "was", "were", "be", "been", "called", "named", "for", "with", "some"}
+    | {"in", "on", "at", "from", "by", "this", "that", "next"}
+)
+
+
+def _stem(word: str) -> str:
+    """A crude stem: 'moving' / 'move' / 'moved' -> 'mov'; plurals singular."""
+    word = _singular(word)
+    for suffix in ("ing", "ed"):
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            word = word[: -len(suffix)]
+            break
+    if len(word) > 3 and word.endswith("e"):
+        word = word[:-1]
+    if len(word) > 3 and word[-1] == word[-2] and word[-1] not in "aeiousl":
+        word = word[:-1]  # "wedd" -> "wed", "runn" -> "run"
+    return word
+
+
+def text_key(value: str) -> str:
+    """Free text's identity: its content words, stemmed, in any order."""
+    words = [_stem(word) for word in _words(value) if word not in _TEXT_FILLER]
+    return " ".join(sorted(words)) if words else _token_key(value)
+
+
 def product_key(value: str) -> str:
     """Numbers (speeds in Mbps) and feature words; fillers and unit spellings dropped.
 
@@ -608,7 +637,7 @@ class ValueType:
 VALUE_TYPES: dict[str, ValueType] = {
     t.name: t
     for t in (
-        ValueType("text", normalise_text, _token_key, _problem_text),
+        ValueType("text", normalise_text, text_key, _problem_text),
         ValueType("phone", normalise_phone, phone_key, _problem_phone, same_phone),
         ValueType("email", normalise_email, str, _problem_email),
         ValueType("address", normalise_address, _token_key, _problem_address, same_address),

@@ -92,6 +92,14 @@ def test_values_have_one_canonical_form(predicate: str, said: str, canonical: st
         ("address", "12 birch court, apartment 4", "12 birch court, apartment 5", False),
         ("address", "31 elm street", "77 cedar road", False),
         ("address", "77 cedar road, flat 2", "flat 2", False),
+        # Free text: content words, stemmed, in any order.
+        ("plans_to", "move to exeter", "moving to Exeter", True),
+        ("pet", "cat pepper", "Pepper the cat", True),
+        ("event", "wedding in september", "wedding september", True),
+        ("likes", "running", "run", True),
+        ("likes", "spicy food", "not spicy food", False),
+        ("plans_to", "move to exeter", "move to leeds", False),
+        ("hobby", "chess", "chess club", False),
     ],
 )
 def test_surface_forms_of_one_value_are_the_same_value(
