@@ -230,7 +230,10 @@ class FactExtractor:
             scoped = [in_scope(t, docs.get(i)) for t in found]
             if _hedged_alone(scoped, docs.get(i)):
                 scoped = [replace(t, hedged=True) for t in scoped]
-            out[i] = [learned_fact(event, parsed, t, update=update) for t in scoped]
+            out[i] = [
+                learned_fact(event, parsed, t, update=update, source=_sentence(t, docs.get(i)))
+                for t in scoped
+            ]
         return out
 
     def _turn_facts(
@@ -422,6 +425,22 @@ def _dedupe(found: list[Candidate]) -> list[Candidate]:
             continue
         seen.setdefault((cand.predicate, cand.value), cand)
     return list(seen.values())
+
+
+def _sentence(triple: LearnedTriple, doc: Any) -> Span | None:
+    """The sentence a tagged value was read in (the turn's first for an answer's value).
+
+    Trace shows it, and ``typed`` joins a window's parts only within one sentence.
+    """
+    if doc is None:
+        return None
+    sentences = list(doc.sents)
+    if not sentences:
+        return None
+    sent = sentences[0]
+    if not triple.from_context:
+        sent = next((s for s in sentences if s.start_char <= triple.start < s.end_char), sent)
+    return Span(label="SENTENCE", text=sent.text, start=sent.start_char, end=sent.end_char)
 
 
 def _hedged_alone(triples: list[LearnedTriple], doc: Any) -> bool:

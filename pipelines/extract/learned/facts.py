@@ -15,7 +15,7 @@ from pipelines.extract.learned.tagging import LearnedTriple
 from pipelines.parse.model import ParsedTurn
 from pipelines.vocabulary import default_vocabulary
 from schemas.events import DialogueEvent, Role
-from schemas.facts import Assertor, ExtractedFact
+from schemas.facts import Assertor, ExtractedFact, Span
 from schemas.memory import Polarity
 
 # On the review gate's scale (commit >= 0.82, pending >= 0.55): a confident tag
@@ -36,7 +36,12 @@ _FIELDS |= {"phone": "PHONE", "email": "EMAIL", "code": "CODE", "money": "MONEY"
 
 
 def learned_fact(
-    event: DialogueEvent, parsed: ParsedTurn, triple: LearnedTriple, *, update: bool
+    event: DialogueEvent,
+    parsed: ParsedTurn,
+    triple: LearnedTriple,
+    *,
+    update: bool,
+    source: Span | None = None,
 ) -> ExtractedFact:
     """One tagged triple of ``event`` as a candidate fact about the user."""
     spec = default_vocabulary().spec(triple.predicate)
@@ -67,6 +72,7 @@ def learned_fact(
         hedged=triple.hedged,
         is_update=update,
         fields={_FIELDS.get(spec.type, "VALUE"): triple.obj},
+        source_span=source,
     )
 
 

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
 
+from pipelines.extract import FactExtractor
 from pipelines.extract.extractor import in_scope
 from pipelines.extract.learned.facts import (
     CONFIDENCE_FROM_CONTEXT,
@@ -16,6 +17,7 @@ from pipelines.extract.learned.facts import (
     combine,
     learned_fact,
 )
+from pipelines.extract.learned.model import MODEL_PATH
 from pipelines.extract.learned.tagging import LearnedTriple
 from pipelines.parse import DialogueParser
 from pipelines.parse.model import Intent, ParsedTurn
@@ -170,3 +172,42 @@ def test_a_negation_the_tagger_saw_is_kept_and_a_value_from_context_is_left_alon
     assert in_scope(said, doc).negated
     answer = triple("plan", "30gb", from_context=True, start=0, end=4)
     assert in_scope(answer, doc) is answer
+
+
+@pytest.fixture(scope="module")
+def hybrid() -> FactExtractor:
+    return FactExtractor.load(DialogueParser.load(), learned_path=MODEL_PATH)
+
+
+def said(extractor: FactExtractor, *texts: str) -> list[list[ExtractedFact]]:
+    events = [
+        DialogueEvent(
+            event_id=f"e{i}",
+            tenant_id="acme",
+            user_id="u1",
+            session_id="s1",
+            turn_index=i,
+            role=Role.USER,
+            text=text,
+            ts=T0 + timedelta(minutes=i),
+        )
+        for i, text in enumerate(texts)
+    ]
+    parsed = extractor.parser.parse_batch(events)
+    return extractor.extract_batch(list(zip(events, parsed, strict=True)))
+
+
+def test_the_hybrids_facts_name_the_sentence_they_were_read_in(hybrid: FactExtractor) -> None:
+    # trace shows this sentence; a window's parts join only within one.
+    [facts] = said(hybrid, "Hi there. My phone number is 07700 900123. Thanks!")
+    [phone] = [f for f in facts if f.predicate == "phone_number"]
+    assert phone.source_span is not None
+    assert phone.source_span.text == "My phone number is 07700 900123."
+
+
+def test_a_hedge_said_alone_holds_the_turns_tagged_values(hybrid: FactExtractor) -> None:
+    sure, unsure = said(
+        hybrid, "I'm allergic to peanuts.", "I'm allergic to shellfish. Not sure yet though."
+    )
+    assert sure and all(f.confidence >= 0.82 and not f.hedged for f in sure), sure
+    assert unsure and all(f.hedged and f.confidence < 0.82 for f in unsure), unsure
