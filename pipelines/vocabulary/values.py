@@ -577,6 +577,8 @@ def _problem_datetime(value: str) -> str | None:
         # "12" alone is a clock hour, a day of the month or a count: no reader can
         # tell which, and a version chain of such fragments says nothing.
         return "a bare number is not a time: it needs its day, date or am/pm"
+    if value.strip() in {"am", "pm", "a.m.", "p.m."}:
+        return "am or pm alone is not a time: it needs its clock hour"
     return None if _is_time_expression(value) else "a time is made of days, dates and clock times"
 
 

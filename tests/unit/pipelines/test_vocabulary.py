@@ -112,6 +112,8 @@ def test_surface_forms_of_one_value_are_the_same_value(
 @pytest.mark.parametrize(
     ("predicate", "value", "fits"),
     [
+        ("appointment_time", "am", False),
+        ("appointment_time", "6 am", True),
         ("address", "1 gbps", False),
         ("address", "english", False),
         ("address", "monday 2pm", False),
