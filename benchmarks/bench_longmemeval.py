@@ -294,6 +294,20 @@ def print_tables(tally: Tally, stats: Stats, wall_s: float) -> None:
     print(f"wall time {wall_s:.0f} s")
 
 
+def _open_bench(pipeline: IngestPipeline, chroma_dir: str) -> Bench:
+    """The bench on the local services, or an exit that says how to start them."""
+    import redis
+    from neo4j.exceptions import ServiceUnavailable
+
+    try:
+        return Bench(pipeline, Encoder.load(), chroma_dir)
+    except (redis.ConnectionError, ServiceUnavailable) as exc:
+        raise SystemExit(
+            f"a store is unavailable ({type(exc).__name__}): start the local services "
+            "with `memstream infra up`, then run this again"
+        ) from None
+
+
 def main() -> None:
     """Parse the arguments, run every sampled question, print the tables."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -337,7 +351,7 @@ def main() -> None:
     pipeline = load_pipeline(get_settings())
     tally = Tally(ks=KS)
     with tempfile.TemporaryDirectory(prefix="bench-lme-") as chroma_dir:
-        bench = Bench(pipeline, Encoder.load(), chroma_dir)
+        bench = _open_bench(pipeline, chroma_dir)
         try:
             with Progress(
                 TextColumn("{task.description:<28}"),
