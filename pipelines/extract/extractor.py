@@ -216,6 +216,7 @@ class FactExtractor:
         inputs, english = [], []
         for i, (event, parsed) in enumerate(pairs):
             tagged = event.role is Role.USER and not parsed.is_chit_chat
+            tagged = tagged and not _machine_text(event.text)
             if tagged and parsed.lang.startswith("en"):
                 head = parsed_head(event.text)
                 inputs.append((previous.get(event.session_id, ""), head, event.role.value))
@@ -425,6 +426,26 @@ def _dedupe(found: list[Candidate]) -> list[Candidate]:
             continue
         seen.setdefault((cand.predicate, cand.value), cand)
     return list(seen.values())
+
+
+# Braces, brackets, quotes, "=" and ";": the punctuation of JSON, code and
+# query strings, rare in what people type to each other.
+_MACHINE_PUNCTUATION = frozenset('{}[]"=;')
+MACHINE_PUNCTUATION_SHARE = 0.15
+
+
+def _machine_text(text: str) -> bool:
+    """Whether a turn reads as JSON or code rather than dialogue: the tagger skips it.
+
+    The tagger learned dialogue only; in '{"role": "user", "text": null}' it
+    read "text" as the SMS channel. Emoji and a little markup around a sentence
+    stay dialogue ("<b>Call me on 0151 234 5678</b>").
+    """
+    stripped = "".join(text.split())
+    if not stripped:
+        return False
+    share = sum(ch in _MACHINE_PUNCTUATION for ch in stripped) / len(stripped)
+    return share >= MACHINE_PUNCTUATION_SHARE
 
 
 def _sentence(triple: LearnedTriple, doc: Any) -> Span | None:

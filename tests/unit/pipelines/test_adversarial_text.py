@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from pipelines.extract import FactExtractor
+from pipelines.extract.learned.model import MODEL_PATH
 from pipelines.parse import Intent
 from schemas.events import MAX_TURN_CHARS, DialogueEvent, Role
 from schemas.facts import ExtractedFact
@@ -16,9 +17,11 @@ from schemas.facts import ExtractedFact
 os.environ.setdefault("FLAIR_CACHE_ROOT", str(Path.home() / ".cache" / "memstream" / "flair"))
 
 
-@pytest.fixture(scope="module")
-def extractor() -> FactExtractor:
-    return FactExtractor.load()
+@pytest.fixture(scope="module", params=["rules", "hybrid"])
+def extractor(request: pytest.FixtureRequest) -> FactExtractor:
+    # The hybrid (the default) puts the fine-tuned tagger first: it must hold too.
+    learned = MODEL_PATH if request.param == "hybrid" else None
+    return FactExtractor.load(learned_path=learned)
 
 
 def turn(text: str, lang: str = "en") -> DialogueEvent:
