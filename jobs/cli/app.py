@@ -98,7 +98,7 @@ COMMANDS: dict[str, LazyCommand] = {
         "JSON Schemas of every topic, for producers in any language.",
     ),
     "train": LazyCommand(
-        "jobs.cli.train", "app", "Train the project's own models (NER tagger, TransE)."
+        "jobs.cli.train", "app", "Train the project's own models (fact tagger, NER tagger, TransE)."
     ),
     "audit": LazyCommand(
         "jobs.cli.replay",

@@ -21,9 +21,10 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 if TYPE_CHECKING:
-    from pipelines.extract.learned.model import LearnedExtractor
+    from pipelines.extract.learned.model import LearnedExtractor, TaggerConfig
     from pipelines.extract.learned.scoring import Report
     from pipelines.extract.learned.tagging import Alignment, Example
+    from pipelines.vocabulary import Vocabulary
 
 # The labelled turns ship with a checkout, not with the package.
 DEFAULT_DATA = Path(__file__).resolve().parents[2] / "benchmarks" / "devset"
@@ -67,6 +68,44 @@ def _speed(model: LearnedExtractor, turns: list[tuple[str, str, str]]) -> float:
     return len(turns) / (time.perf_counter() - start)
 
 
+def _train_with_progress(
+    aligned: list[Alignment], config: TaggerConfig, seed: int, vocab: Vocabulary
+) -> LearnedExtractor:
+    """Train with a bar over every batch of every epoch (on a terminal) and a line per epoch."""
+    from rich.console import Console
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
+
+    from pipelines.extract.learned.training import train_tagger
+
+    console = Console(stderr=True)
+    columns = (
+        TextColumn("training"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TimeRemainingColumn(),
+    )
+    with Progress(*columns, console=console, disable=not console.is_terminal) as bar:
+        task = bar.add_task("batches", total=None)
+
+        def on_step(done: int, total: int) -> None:
+            bar.update(task, completed=done, total=total)
+
+        def on_epoch(line: str) -> None:
+            (bar.console.print if console.is_terminal else typer.echo)(line)
+
+        return train_tagger(
+            aligned, config, seed=seed, vocab=vocab, progress=on_epoch, on_step=on_step
+        )
+
+
 def command(
     data: Annotated[
         Path, typer.Option(help="Dev-set folder (blind/ is never read)")
@@ -75,9 +114,11 @@ def command(
         Path | None, typer.Option(help="Model file to write (default: the packaged model)")
     ] = None,
     seed: Annotated[int, typer.Option(help="Seed for python and torch")] = DEFAULT_SEED,
-    epochs: Annotated[int | None, typer.Option(help="Passes over the training turns")] = None,
+    epochs: Annotated[
+        int | None, typer.Option(help="Passes over the training turns [default: 6]")
+    ] = None,
     trained_layers: Annotated[
-        int | None, typer.Option(help="MiniLM's top layers to fine-tune (1-6)")
+        int | None, typer.Option(help="MiniLM's top layers to fine-tune, 1-6 [default: 6]")
     ] = None,
     agent_turns: Annotated[
         bool,
@@ -90,7 +131,7 @@ def command(
     from pipelines.extract.learned.model import MODEL_PATH, LearnedExtractor, TaggerConfig
     from pipelines.extract.learned.scoring import score
     from pipelines.extract.learned.tagging import USER, align
-    from pipelines.extract.learned.training import VALIDATION_FILES, split_examples, train_tagger
+    from pipelines.extract.learned.training import VALIDATION_FILES, split_examples
     from pipelines.vocabulary import default_vocabulary
 
     config = TaggerConfig()
@@ -112,7 +153,7 @@ def command(
     _echo_coverage("train", train, train_aligned)
     _echo_coverage("validation (user turns)", validation, validation_aligned)
     start = time.perf_counter()
-    trained = train_tagger(train_aligned, config, seed=seed, vocab=vocab, progress=typer.echo)
+    trained = _train_with_progress(train_aligned, config, seed, vocab)
     seconds = time.perf_counter() - start
     target = out or MODEL_PATH
     trained.save(target)

@@ -79,8 +79,13 @@ def train_tagger(
     seed: int,
     vocab: Vocabulary | None = None,
     progress: Callable[[str], None] | None = None,
+    on_step: Callable[[int, int], None] | None = None,
 ) -> LearnedExtractor:
-    """Fine-tune a tagger on aligned turns; the model after the last epoch."""
+    """Fine-tune a tagger on aligned turns; the model after the last epoch.
+
+    ``progress`` gets a line per epoch; ``on_step(done, total)`` is called after
+    every batch (a progress bar's hook).
+    """
     seed_everything(seed)
     import torch
 
@@ -137,6 +142,8 @@ def train_tagger(
                 optimiser.step()
                 schedule.step()
                 total += float(loss.detach())
+                if on_step is not None:
+                    on_step(schedule.last_epoch, steps)
             if progress is not None:
                 progress(
                     f"epoch {epoch + 1}/{config.epochs}: loss {total / len(batches):.4f} "
