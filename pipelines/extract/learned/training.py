@@ -116,40 +116,42 @@ def train_tagger(
     collecting = gc.isenabled()
     gc.disable()  # the tokenizer and autograd make many short-lived cycles
     try:
-        for epoch in range(config.epochs):
-            model.train()
-            rng.shuffle(batches)
-            total, start = 0.0, time.perf_counter()
-            for batch in batches:
-                encoded = pieces(tokenizer, [a.encoded for a in batch])
-                shape = tuple(encoded.ids.shape)
-                targets = [torch.full(shape, IGNORED, dtype=torch.long) for _ in range(3)]
-                for row, alignment in enumerate(batch):
-                    per_word = word_targets(alignment, tag_index)
-                    for word, piece in enumerate(encoded.firsts[row]):
-                        if piece >= 0:
-                            for target, values in zip(targets, per_word, strict=True):
-                                target[row, piece] = values[word]
-                tag_logits, neg_logits, hedge_logits = model(encoded.ids, encoded.mask)
-                loss = tag_loss(tag_logits.reshape(-1, len(tags)), targets[0].reshape(-1))
-                for logits, target in zip((neg_logits, hedge_logits), targets[1:], strict=True):
-                    inside = target != IGNORED
-                    if inside.any():
-                        loss = loss + flag_loss(logits[inside], target[inside].float())
-                optimiser.zero_grad()
-                loss.backward()
-                torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-                optimiser.step()
-                schedule.step()
-                total += float(loss.detach())
-                if on_step is not None:
-                    on_step(schedule.last_epoch, steps)
-            if progress is not None:
-                progress(
-                    f"epoch {epoch + 1}/{config.epochs}: loss {total / len(batches):.4f} "
-                    f"({time.perf_counter() - start:.0f} s)"
-                )
-            gc.collect()
+        # Enabled here, whatever a caller set: loading other models may switch it off.
+        with torch.enable_grad():
+            for epoch in range(config.epochs):
+                model.train()
+                rng.shuffle(batches)
+                total, start = 0.0, time.perf_counter()
+                for batch in batches:
+                    encoded = pieces(tokenizer, [a.encoded for a in batch])
+                    shape = tuple(encoded.ids.shape)
+                    targets = [torch.full(shape, IGNORED, dtype=torch.long) for _ in range(3)]
+                    for row, alignment in enumerate(batch):
+                        per_word = word_targets(alignment, tag_index)
+                        for word, piece in enumerate(encoded.firsts[row]):
+                            if piece >= 0:
+                                for target, values in zip(targets, per_word, strict=True):
+                                    target[row, piece] = values[word]
+                    tag_logits, neg_logits, hedge_logits = model(encoded.ids, encoded.mask)
+                    loss = tag_loss(tag_logits.reshape(-1, len(tags)), targets[0].reshape(-1))
+                    for logits, target in zip((neg_logits, hedge_logits), targets[1:], strict=True):
+                        inside = target != IGNORED
+                        if inside.any():
+                            loss = loss + flag_loss(logits[inside], target[inside].float())
+                    optimiser.zero_grad()
+                    loss.backward()
+                    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+                    optimiser.step()
+                    schedule.step()
+                    total += float(loss.detach())
+                    if on_step is not None:
+                        on_step(schedule.last_epoch, steps)
+                if progress is not None:
+                    progress(
+                        f"epoch {epoch + 1}/{config.epochs}: loss {total / len(batches):.4f} "
+                        f"({time.perf_counter() - start:.0f} s)"
+                    )
+                gc.collect()
     finally:
         if collecting:
             gc.enable()
