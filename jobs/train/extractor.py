@@ -5,8 +5,9 @@ Reads the labelled dev-set turns (``benchmarks/devset`` of a checkout, its
 token spans, fine-tunes MiniLM's top layers with the tag, negation and hedge
 heads (pipelines/extract/learned/model.py), then reloads the saved file and
 scores it on the validation files
-(``pipelines.extract.learned.training.VALIDATION_FILES``), as the ingest job
-reads them: user turns, each after the turn before it.
+(``pipelines.extract.learned.training.VALIDATION_FILES``): their user turns,
+each after the turn before it, the measure every model since the first was
+compared on (benchmarks/devset/README.md).
 
 Module-level imports stay light: torch and transformers load inside the
 command, so ``memstream --help`` stays fast.
@@ -122,7 +123,7 @@ def command(
     ] = None,
     agent_turns: Annotated[
         bool,
-        typer.Option(help="Also train on the other speaker's turns (the job tags user turns only)"),
+        typer.Option(help="Also train on the other speaker's turns (the job tags both)"),
     ] = True,
 ) -> None:
     """Fine-tune the tagger, reload it, print validation P/R/F1 and speed, save it."""
