@@ -34,8 +34,6 @@ from schemas.memory import Encoding, MemoryRecord, Polarity, ReviewOutcome, Revi
 from schemas.ops import MemoryOperation, WorkingTurn
 
 Clock = Callable[[], datetime]
-# Value types whose values name times: one can narrow another ("monday 2pm" of "monday").
-_TIME_TYPES = frozenset({"datetime", "date"})
 
 
 class _Late(NamedTuple):
@@ -385,11 +383,7 @@ class Reviewer:
                 return False
             if self._spec(head.subject, head.predicate).name != spec.name:
                 return False
-            if spec.same_value(head.object, cand.object, head.valid_from, cand.valid_from):
-                return True
-            return spec.type in _TIME_TYPES and spec.same_value(
-                cand.object, head.object, cand.valid_from, head.valid_from
-            )
+            return spec.reverses(head.object, cand.object, head.valid_from, cand.valid_from)
 
         return [head for head in state.current(at) if reverses(head)]
 

@@ -87,6 +87,18 @@ class PredicateSpec(BaseModel):
         article = "an" if self.type[0] in "aeiou" else "a"
         return f"{self.name} takes {article} {self.type} value: {found} ({value!r})"
 
+    def reverses(
+        self, head: str, said: str, head_at: datetime | None, said_at: datetime | None
+    ) -> bool:
+        """Whether ``said``, with the other polarity, reverses ``head``.
+
+        The same value does; a time also reverses a time it narrows or that
+        narrows it ("keep Monday at 2pm" ends "not Monday", and back).
+        """
+        if self.same_value(head, said, head_at, said_at):
+            return True
+        return self.type in {"datetime", "date"} and self.same_value(said, head, said_at, head_at)
+
     def standing(self, value: str) -> bool:
         """Whether an affirmed value is a standing rule, not one occasion of the predicate.
 
