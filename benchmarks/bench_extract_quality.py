@@ -432,9 +432,8 @@ def main(
             name: SplitResult(turns, *run_memstream(turns, parser, with_model))
             for name, turns in splits.items()
         }
-        tables.append(
-            (f"memstream hybrid ({learned.name} tagger first + the rules' closed-form values)", hybrid)
-        )
+        title = f"memstream hybrid ({learned.name} tagger first + the rules' closed-form values)"
+        tables.append((title, hybrid))
         ours = hybrid  # --errors lists the misses of the chain the pipeline runs
     tables.append(("baseline (keywords and regexes)", base))
     for title, results in tables:

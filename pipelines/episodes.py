@@ -15,7 +15,7 @@ state (which keeps the session's previous turn) and the review's operations
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 from pipelines.review.state import UserMemoryState
 from pipelines.route import Decision, OutdateEpisode, WriteEpisode, route
@@ -108,7 +108,14 @@ SHORT_ANSWER_WORDS = 8
 # The previous turn quoted as context is cut at this many characters: the part
 # of a long agent turn that asked the question is usually its end.
 MAX_CONTEXT_CHARS = 400
+# A short question is answered by the other speaker's next turn: the question's
+# words name the topic ("Kitchen done?"), the answer holds the value ("done July
+# 3, final bill came to $35,200"), so recall ranks the answer where the question
+# ranks (pipelines/recall_index.py). Twelve words cover a friend's or an agent's
+# follow-up question; a long question carries its own content.
+SHORT_QUESTION_WORDS = 12
 _WORD = re.compile(r"[0-9A-Za-z]+(?:'[A-Za-z]+)?")
+_QUESTION_END = re.compile(r"\?[\W_]*$")
 _ASKS = re.compile(
     r"\?\s*$|\b(?:would|could|shall|should|can|do|does|did|is|are|will|what|when|which"
     r"|where|who|how|let me know|tell me|confirm)\b",
@@ -131,6 +138,29 @@ def context_for(text: str, previous: str | None) -> str | None:
     if _ASKS.search(previous) is None:
         return None  # "Booked for the 29th." after a statement answers nothing
     return previous[-MAX_CONTEXT_CHARS:]
+
+
+def is_short_question(text: str) -> bool:
+    """Whether ``text`` ends in a question mark within SHORT_QUESTION_WORDS words."""
+    words = len(_WORD.findall(text))
+    return 0 < words <= SHORT_QUESTION_WORDS and _QUESTION_END.search(text) is not None
+
+
+def answer_links(episodes: Iterable[Episode]) -> dict[str, str]:
+    """Each short question's episode id -> the id of the episode that answers it.
+
+    The answer is the session's next turn, by the other speaker. A question
+    whose next turn was empty (skipped) or by the same speaker has none.
+    """
+    by_turn = {(e.session_id, e.turn_index): e for e in episodes}
+    links = {}
+    for (session, index), question in by_turn.items():
+        answer = by_turn.get((session, index + 1))
+        if answer is None or answer.role is question.role:
+            continue
+        if is_short_question(question.text):
+            links[question.episode_id] = answer.episode_id
+    return links
 
 
 def build_episode(

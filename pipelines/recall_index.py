@@ -17,7 +17,8 @@ Recall ranks every item the user has, not a pool a vector store pre-selected:
 Then: only what held at ``at`` is kept; an episode whose fact was superseded
 is outdated: it ranks just below the turn holding the newer value when that
 turn is about as relevant (history stays findable, the current value comes
-first); a fact and its source episode never take two
+first); the answer to a short question ("Kitchen done?") takes the question's
+place; a fact and its source episode never take two
 slots (the fact is kept, the episode named as its source); pending items only
 fill slots that committed items leave empty.
 
@@ -270,6 +271,7 @@ class IndexItem:
     outdated_by: frozenset[str] = frozenset()  # the items holding the newer value
     source_id: str | None = None  # a fact's source episode
     session_id: str | None = None
+    answered_by: str | None = None  # a short question's answer (pipelines/episodes.py)
     exact_keys: frozenset[int] = frozenset()  # hashed exact fields (a fact's object)
     scale: float = 1.0  # multiplies the raw cosine (a fact's combined vector: 1 / 0.8)
 
@@ -316,6 +318,7 @@ class UserIndex:
         self._until = np.full(16, np.inf, dtype=np.float64)
         self._expires = np.full(16, np.inf, dtype=np.float64)
         self._scale = np.ones(16, dtype=np.float32)
+        self._asks = np.zeros(16, dtype=bool)  # the row is a question with a known answer
         self._items: list[IndexItem | None] = []
         self._row_of: dict[str, int] = {}
         self._terms_of: list[list[str]] = []
@@ -381,6 +384,7 @@ class UserIndex:
         self._until[row] = item.valid_until.timestamp() if item.valid_until else np.inf
         self._expires[row] = item.expires_at.timestamp() if item.expires_at else np.inf
         self._scale[row] = item.scale
+        self._asks[row] = item.answered_by is not None
 
     def _item(self, row: int) -> IndexItem:
         item = self._items[row]
@@ -407,6 +411,7 @@ class UserIndex:
                 del self._exact_rows[key]
         self._total_length -= float(self._lengths[row])
         self._alive[row] = False
+        self._asks[row] = False
         self._items[row] = None
         self._terms_of[row] = []
         self._count -= 1
@@ -423,6 +428,7 @@ class UserIndex:
         self._until = np.concatenate([self._until, np.full(size - old, np.inf)])
         self._expires = np.concatenate([self._expires, np.full(size - old, np.inf)])
         self._scale = np.concatenate([self._scale, np.ones(size - old, dtype=np.float32)])
+        self._asks = np.concatenate([self._asks, np.zeros(size - old, dtype=bool)])
 
     # -- reads ----------------------------------------------------------------
     def bm25(self, query_terms: Sequence[str]) -> npt.NDArray[np.float32]:
@@ -493,7 +499,7 @@ class UserIndex:
         # cosines of related text sit in 0.2-0.6, so raw they leave the time
         # component (0.1 x up to 1) to decide between turns weeks apart.
         picked = np.asarray(shortlist, dtype=np.int64)
-        picked = picked[alive[picked]]
+        picked = self._with_answers(picked[alive[picked]])
         scaled = cosine[picked].astype(np.float64) * self._scale[picked]
         best_vector = float(scaled.max()) if len(scaled) else 0.0
         best_vector = best_vector if best_vector > 0 else 1.0
@@ -531,11 +537,41 @@ class UserIndex:
             if keep is not None and not keep(item):
                 continue
             scored.append(Scored(item, vector, keyword, time, total))
+        scored = self._answers_first(scored)
         scored = self._below_successors(scored)
         if focus is not None and focus.order is not Order.ANY:
             scored = _reorder_time(scored, focus.order, w_time)
         scored.sort(key=lambda s: (-s.total, s.item.item_id))
         return self._select(scored, k)
+
+    def _with_answers(self, rows: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+        """``rows`` and the answer of each short question among them."""
+        asking = rows[self._asks[rows]]
+        answers = [self._row_of.get(self._item(int(r)).answered_by or "") for r in asking]
+        extra = [r for r in answers if r is not None and self._alive[r]]
+        if not extra:
+            return rows
+        return np.unique(np.concatenate([rows, np.asarray(extra, dtype=np.int64)]))
+
+    def _answers_first(self, scored: list[Scored]) -> list[Scored]:
+        """A short question and its answer swap places when the question ranks higher.
+
+        A short question matches a later query by its words, but only the turn
+        that answers it holds the value (pipelines/episodes.py, answer_links).
+        Measured on the tuned recall sets, keeping the question just below its
+        answer instead cost any-hit@5 on the friends' chats (0.905 -> 0.841 on
+        one): the pair took two of the first slots.
+        """
+        by_id = {entry.item.item_id: entry for entry in scored}
+        asking = sorted((e for e in scored if e.item.answered_by), key=lambda e: -e.total)
+        for entry in asking:
+            question = by_id[entry.item.item_id]
+            answer = by_id.get(entry.item.answered_by or "")
+            if answer is None or answer.total >= question.total:
+                continue
+            by_id[answer.item.item_id] = _with_total(answer, question.total)
+            by_id[question.item.item_id] = _with_total(question, answer.total)
+        return list(by_id.values())
 
     def _below_successors(self, scored: list[Scored]) -> list[Scored]:
         """Each outdated item just below the item holding its newer value, when both matter.

@@ -111,7 +111,8 @@ _EARLIEST = re.compile(
 )
 _LATEST = re.compile(
     r"\b(?:now|currently|current|latest|most recent|recently|these days|nowadays|anymore"
-    r"|any more|still|at the moment|new|newest|updated|changed)\b"
+    r"|any more|still|at the moment|new|newest|updated|changed|in the end|ended up|eventually"
+    r"|finally|actually)\b"
 )
 
 

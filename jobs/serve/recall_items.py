@@ -21,6 +21,7 @@ import numpy as np
 
 from pipelines.encode.combine import W_TEXT
 from pipelines.encode.hashing import field_features, hash_feature_lists
+from pipelines.episodes import answer_links
 from pipelines.recall import passes, to_hit
 from pipelines.recall_index import IndexItem, ItemKind, Scored, UserIndex
 from schemas.episodes import StoredEpisode
@@ -84,6 +85,7 @@ def build_items(
         for stored in episodes
         for fact_id in stored.episode.fact_ids
     }
+    answered_by = answer_links(stored.episode for stored in episodes)
     for stored in episodes:
         episode = stored.episode
         if stored.vector is None or len(stored.vector) != dim:
@@ -96,6 +98,7 @@ def build_items(
             outdated=stored.outdated,
             outdated_by=frozenset(stored.outdated_by),
             session_id=episode.session_id,
+            answered_by=answered_by.get(episode.episode_id),
         )
         items.index.upsert(item, np.asarray(stored.vector, dtype=np.float32))
         items.episodes[episode.episode_id] = stored

@@ -6,7 +6,8 @@ from datetime import UTC, datetime
 
 import pytest
 
-from pipelines.episodes import build_episode, is_empty
+from pipelines.episodes import answer_links, build_episode, is_empty, is_short_question
+from schemas.episodes import Episode
 from schemas.events import DialogueEvent, Role
 from schemas.lineage import SourceLineage
 
@@ -69,3 +70,38 @@ def test_is_empty_needs_every_word_to_be_content_free() -> None:
     assert is_empty("hello there", None) is False  # "there" is not in the list: kept
     assert is_empty("good morning", None)
     assert not is_empty("no mornings please", None)
+
+
+def _stored(index: int, role: Role, text: str, session: str = "s") -> Episode:
+    event = turn(text, role).model_copy(
+        update={"turn_index": index, "session_id": session, "event_id": f"ev{session}{index}"}
+    )
+    made = build_episode(event, LINEAGE, previous=None)
+    assert made is not None
+    return made
+
+
+def test_a_short_question_is_answered_by_the_other_speakers_next_turn() -> None:
+    asked = _stored(0, Role.AGENT, "Kitchen done? 🙂")
+    answer = _stored(1, Role.USER, "done July 3, final bill came to $35,200 with the extras")
+    said_more = _stored(2, Role.USER, "Is it bigger than the old one?")  # same speaker next
+    after = _stored(3, Role.USER, "and the oven works")
+    elsewhere = _stored(4, Role.AGENT, "Iceland still October?", session="other")
+    links = answer_links([asked, answer, said_more, after, elsewhere])
+    assert links == {asked.episode_id: answer.episode_id}
+
+
+@pytest.mark.parametrize(
+    ("text", "short"),
+    [
+        ("Kitchen done?", True),
+        ("So Ireland, September confirmed? 😀", True),
+        ("I booked it.", False),
+        (
+            "Could you tell me whether the new kitchen, the one we ordered in May, is done?",
+            False,
+        ),
+    ],
+)
+def test_short_questions(text: str, short: bool) -> None:
+    assert is_short_question(text) is short

@@ -284,3 +284,25 @@ def test_an_exact_value_hit_is_found_among_hundreds_of_closer_turns() -> None:
     hits = index.search("07700 900123?", near, at=NOW, k=3, exact_keys=frozenset({42}))
     assert ids(hits)[0] == "number"
     assert hits[0].keyword > hits[1].keyword
+
+
+def test_an_answer_takes_the_place_of_its_short_question() -> None:
+    index = UserIndex(DIM)
+    # The question shares the query's words; the answer holds the value.
+    index.upsert(episode("q", "Kitchen done?", days_ago=30, answered_by="a"), vec(0))
+    index.upsert(episode("a", "done July 3, final bill came to $35,200", days_ago=30), vec(4))
+    for i in range(12):
+        index.upsert(episode(f"n{i}", f"kitchen tiles chat {i}", days_ago=40), vec(0, 5))
+    hits = index.search("when was the kitchen done?", vec(0), at=NOW, k=20)
+    assert ids(hits)[0] == "a"
+    # The question takes the answer's own place, after the turns that beat it.
+    assert ids(hits).index("q") > ids(hits).index("n0")
+
+
+def test_an_answer_already_above_its_question_keeps_its_place() -> None:
+    index = UserIndex(DIM)
+    index.upsert(episode("q", "Any news?", days_ago=5, answered_by="a"), vec(3))
+    index.upsert(episode("a", "the kitchen is finally done", days_ago=5), vec(0))
+    hits = index.search("kitchen done", vec(0), at=NOW, k=2)
+    assert ids(hits) == ["a", "q"]
+    assert hits[1].total < 0.5 * hits[0].total  # the question kept its own low score
