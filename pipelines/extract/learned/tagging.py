@@ -21,6 +21,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from pipelines.extract.learned.compose import composes
 from pipelines.extract.learned.windows import joins, one_window, time_kinds
 from pipelines.vocabulary import PredicateSpec, Vocabulary, default_vocabulary
 
@@ -388,6 +389,26 @@ def _place_window(
     return None
 
 
+def _place_parts(
+    spec: PredicateSpec, gold: GoldTriple, target: str, segment: _Segment, taken: set[int]
+) -> list[LabelledSpan] | None:
+    """A free-text value said in two parts ("a cat ... called Pickle"): compose.py."""
+    label = span_label(spec.name, gold.negated, gold.hedged)
+    words = target.split()
+    for cut in range(1, len(words)):
+        for head in _matches(spec, canonical(spec, " ".join(words[:cut])), segment, taken):
+            claimed = taken | set(range(segment.offset + head[0], segment.offset + head[1]))
+            tail_value = canonical(spec, " ".join(words[cut:]))
+            for tail in _matches(spec, tail_value, segment, claimed):
+                a, b = sorted(
+                    [_span(segment, label, *head), _span(segment, label, *tail)],
+                    key=lambda s: s.start,
+                )
+                if composes(segment.span_text(a), segment.span_text(b), _gap(segment, a, b)):
+                    return [a, b]
+    return None
+
+
 def _place(
     spec: PredicateSpec, gold: GoldTriple, segments: Sequence[_Segment], taken: set[int]
 ) -> _Placed | None:
@@ -397,9 +418,11 @@ def _place(
         found = _matches(spec, target, segment, taken)
         if found:
             return _Placed(gold, spec, [_span(segment, label, *found[0])], segment.from_context)
-    if spec.type in _TIME_TYPES and len(target.split()) > 1:
+    two_parts = {"text": _place_parts, **{t: _place_window for t in _TIME_TYPES}}
+    place_parts = two_parts.get(spec.type)
+    if place_parts is not None and len(target.split()) > 1:
         for segment in segments:
-            parts = _place_window(spec, gold, target, segment, taken)
+            parts = place_parts(spec, gold, target, segment, taken)
             if parts is not None:
                 return _Placed(gold, spec, parts, segment.from_context)
     return None
@@ -587,6 +610,14 @@ def decode(
             raw, score, last = f"{raw} {n_raw}", min(score, n_span.score), n_last
             kinds |= time_kinds(n_raw)
             i += 1
+        if i < len(parts) and spec.type == "text":
+            # "a cat, her name is Pickle" tagged as two parts is one value (compose.py).
+            n_context, n_first, n_last, n_span = parts[i]
+            n_raw = text[tokens[n_first].start : tokens[n_last - 1].end]
+            gap = [t.text for t in tokens[last:n_first]]
+            if n_context == in_context and n_span.label == span.label and composes(raw, n_raw, gap):
+                raw, score, last = f"{raw} {n_raw}", min(score, n_span.score), n_last
+                i += 1
         while i < len(parts) and spec.type in _PLACE_TYPES:
             # "200 Market Street, 7th floor" tagged as two spans is one address.
             n_context, n_first, n_last, n_span = parts[i]

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from pipelines.extract.learned.compose import composes
 from pipelines.extract.learned.tagging import (
     BLIND_DIR,
     Example,
@@ -237,3 +238,29 @@ def test_the_blind_folder_is_never_listed_or_read(tmp_path: Path) -> None:
     assert labelled_files(tmp_path) == [tmp_path / "a.txt", tmp_path / "train" / "b.txt"]
     with pytest.raises(ValueError, match="blind"):
         read_examples(tmp_path / BLIND_DIR / "c.txt")
+
+
+def test_a_value_said_in_two_parts_is_two_spans_and_decodes_as_one() -> None:
+    found = align(
+        example("We got a cat last week, called her Pickle", GoldTriple("pet", "cat pickle"))
+    )
+    assert found.unaligned == ()
+    assert tagged(found.encoded.words, found.tags) == [("cat", "B-pet"), ("Pickle", "B-pet")]
+    [triple] = decode(found.encoded, found.spans)
+    assert (triple.predicate, triple.obj) == ("pet", "cat pickle")
+    wedding = GoldTriple("event", "brother's wedding 14 june")
+    found = align(example("My brother's wedding is on 14 June, so not that weekend.", wedding))
+    assert found.unaligned == ()
+    assert [t.obj for t in decode(found.encoded, found.spans)] == ["brother's wedding 14 june"]
+
+
+def test_parts_of_one_kind_or_across_sentences_stay_apart() -> None:
+    assert composes("cat", "Pickle", [",", "called", "her"])
+    assert composes("wedding", "14 June", ["is", "on"])
+    assert not composes("cats", "dogs", ["and"])  # two likes
+    assert not composes("Tom", "Ellie", [","])  # two names
+    assert not composes("cat", "Pickle", ["?", "her", "name", "is"])  # another sentence
+    found = align(
+        example("I love tea and cake.", GoldTriple("likes", "tea"), GoldTriple("likes", "cake"))
+    )
+    assert sorted(t.obj for t in decode(found.encoded, found.spans)) == ["cake", "tea"]
