@@ -350,13 +350,15 @@ class Reviewer:
         # values ("likes sushi" does not supersede "likes cilantro") and for
         # every negated constraint, so "no SMS" is never closed by an unrelated
         # "email is fine" (docs/vocabulary.md, Version chains). The value's
-        # identity names the chain, so its surface forms share one.
+        # identity names the chain, so its surface forms share one; a dated
+        # value's (an event's) chain is named without its date, so a new date
+        # for the same event supersedes the old one.
         # An affirmed standing window ("weekdays only") is a rule beside the
         # bookings: one chain of its own, so "weekends now" updates it and a
         # booking neither ends it nor is ended by it.
         spec = self._spec(subject, predicate)
         if polarity is Polarity.NEGATED or spec.multi_valued:
-            predicate = f"{predicate}\x1f{spec.key(obj)}"
+            predicate = f"{predicate}\x1f{spec.chain_key(obj)}"
         elif spec.standing(obj):
             predicate = f"{predicate}\x1fstanding"
         return chain_id(tenant, user, subject, predicate)

@@ -24,6 +24,7 @@ from pipelines.vocabulary.values import (
     is_standing_window,
     same_key,
     same_time,
+    undated,
 )
 from schemas.memory import MemoryKind
 
@@ -60,6 +61,9 @@ class PredicateSpec(BaseModel):
     aliases: list[str] = Field(default_factory=list)
     negated_aliases: list[str] = Field(default_factory=list)
     values: list[str] = Field(default_factory=list)
+    # The value carries its date, and a new date for the same thing updates it
+    # (``chain_key``); set in predicates.toml for events.
+    dated: bool = False
     example: str = ""
 
     @property
@@ -119,8 +123,21 @@ class PredicateSpec(BaseModel):
         return self.kind
 
     def key(self, value: str) -> str:
-        """The identity of a value: surface forms of one value share it (chains)."""
+        """The identity of a value: surface forms of one value share it."""
         return self.value_type.key(self.normalise(value))
+
+    def chain_key(self, value: str) -> str:
+        """What names a multi-valued value's version chain.
+
+        The value's identity, except for a dated predicate: there the date is
+        the version and the rest names the chain, so "wedding 14 june" then
+        "wedding 20 june" is one event moved, not two events.
+        """
+        if self.dated:
+            rest = undated(self.normalise(value))
+            if rest:
+                return self.value_type.key(rest)
+        return self.key(value)
 
     def same_value(
         self, a: str, b: str, a_at: datetime | None = None, b_at: datetime | None = None

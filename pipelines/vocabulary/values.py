@@ -316,6 +316,30 @@ def _stem(word: str) -> str:
     return word
 
 
+# What dates an event rather than names it ("brother's wedding 14 june" and
+# "brother's wedding next saturday" are one event at two dates): days, months,
+# parts of the day, relative words, numbers and clock times, and the small
+# words around them. Kept: words that name an occasion ("christmas", "dinner").
+_DATING_WORDS = frozenset(
+    {*WEEKDAYS, *MONTHS, *_DAY_PARTS, *_MONTH_SHORT, *_DAY_SHORT, *_PLURALS}
+    | {"weekend", "weekday", "week", "month", "year", "fortnight", "today", "tomorrow"}
+    | {"yesterday", "next", "this", "last", "coming", "following", "on", "in", "at", "the"}
+    | {"of", "from", "to", "until", "till", "by", "around", "early", "late", "mid", "end"}
+    | {"start", "beginning", "am", "pm", "now"}
+)
+_DATING_TOKEN = re.compile(r"\d+(?:st|nd|rd|th|am|pm|h)?|\d{1,2}[:.]\d{2}(?:am|pm)?|'\d\d")
+
+
+def undated(value: str) -> str:
+    """``value`` without the words that date it: what names the event."""
+    kept = [
+        word
+        for word in value.split()
+        if word.strip(",.") not in _DATING_WORDS and not _DATING_TOKEN.fullmatch(word.strip(",."))
+    ]
+    return " ".join(kept)
+
+
 def text_key(value: str) -> str:
     """Free text's identity: its content words, stemmed, in any order."""
     words = [_stem(word) for word in _words(value) if word not in _TEXT_FILLER]

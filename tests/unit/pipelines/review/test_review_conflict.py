@@ -117,3 +117,19 @@ def test_multi_valued_predicates_keep_one_chain_per_object() -> None:
     assert cilantro.chain_id != sushi.chain_id
     assert sushi.version == 1
     assert {h.object for h in feed.current(T0 + DAY)} == {"cilantro", "sushi"}
+
+
+def test_an_event_moved_to_a_new_date_is_a_new_version_and_other_events_stay() -> None:
+    feed = Feed()
+    first = record(feed.say("e1", fact("e1", "event", "brother's wedding 14 june"))[1])
+    party = record(feed.say("e2", fact("e2", "event", "christmas party"), ts=T0 + DAY)[1])
+    moved = fact("e3", "event", "brother's wedding 20 june", is_update=True)
+    ops = feed.say("e3", moved, ts=T0 + 2 * DAY)
+
+    assert types(ops) == ["append_turn", "close_fact", "upsert_fact"]
+    closed, new = record(ops[1]), record(ops[2])
+    assert closed.fact_id == first.fact_id and new.chain_id == first.chain_id
+    assert (new.version, new.supersedes) == (2, first.fact_id)
+    now = {h.object for h in feed.current(T0 + 3 * DAY)}
+    assert now == {"brother's wedding 20 june", "christmas party"}
+    assert party.chain_id != first.chain_id
