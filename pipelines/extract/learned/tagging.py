@@ -610,12 +610,12 @@ def decode(
             raw, score, last = f"{raw} {n_raw}", min(score, n_span.score), n_last
             kinds |= time_kinds(n_raw)
             i += 1
-        if i < len(parts) and spec.type == "text":
+        if i < len(parts) and spec.type == "text" and parts[i][0] == in_context:
             # "a cat, her name is Pickle" tagged as two parts is one value (compose.py).
-            n_context, n_first, n_last, n_span = parts[i]
+            _, n_first, n_last, n_span = parts[i]
             n_raw = text[tokens[n_first].start : tokens[n_last - 1].end]
             gap = [t.text for t in tokens[last:n_first]]
-            if n_context == in_context and n_span.label == span.label and composes(raw, n_raw, gap):
+            if n_span.label == span.label and composes(raw, n_raw, gap):
                 raw, score, last = f"{raw} {n_raw}", min(score, n_span.score), n_last
                 i += 1
         while i < len(parts) and spec.type in _PLACE_TYPES:

@@ -264,3 +264,14 @@ def test_parts_of_one_kind_or_across_sentences_stay_apart() -> None:
         example("I love tea and cake.", GoldTriple("likes", "tea"), GoldTriple("likes", "cake"))
     )
     assert sorted(t.obj for t in decode(found.encoded, found.spans)) == ["cake", "tea"]
+
+
+def test_parts_in_the_context_and_in_the_turn_are_never_joined() -> None:
+    # The context's last word and a long turn: a tagged part in each segment.
+    encoded = encode(
+        "How is your cat?", "Pickle is great, she caught a mouse and ate it all.", "user"
+    )
+    cat, pickle = encoded.words.index("cat"), encoded.words.index("Pickle")
+    spans = [LabelledSpan("pet", cat, cat + 1, 0.9), LabelledSpan("pet", pickle, pickle + 1, 0.9)]
+    found = sorted((t.obj, t.from_context) for t in decode(encoded, spans))
+    assert found == [("cat", True), ("pickle", False)]
