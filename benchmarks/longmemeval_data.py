@@ -232,3 +232,16 @@ def records(dialogue: Iterable[DialogueEvent]) -> list[SourceRecord]:
         )
         for offset, event in enumerate(dialogue)
     ]
+
+
+def haystack_key(question: Question) -> tuple[object, ...]:
+    """What identifies a question's haystack: its turns and the moment it is asked."""
+    return (tuple(t.turn_id for t in question.turns), question.asked_at)
+
+
+def by_haystack(questions: Sequence[Question]) -> list[Question]:
+    """The questions with those of one haystack together, in first-seen order (stable)."""
+    first: dict[tuple[object, ...], int] = {}
+    for question in questions:
+        first.setdefault(haystack_key(question), len(first))
+    return sorted(questions, key=lambda q: first[haystack_key(q)])

@@ -8,13 +8,22 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from benchmarks.longmemeval_data import events, load_questions, question_from_json, records, sample
+from benchmarks.longmemeval_data import (
+    by_haystack,
+    events,
+    haystack_key,
+    load_questions,
+    question_from_json,
+    records,
+    sample,
+)
 from benchmarks.longmemeval_scoring import (
     Tally,
     any_hit,
@@ -214,3 +223,14 @@ def test_distractor_sessions_pad_the_haystack_without_evidence() -> None:
         assert all(t.session_at >= first for t in borrowed)
         assert [t.at for t in after.turns] == sorted(t.at for t in after.turns)
     assert with_distractors(questions, 0, seed=1) == questions
+
+
+def test_questions_sharing_a_haystack_run_together_in_first_seen_order() -> None:
+    a1 = question_from_json(entry("a1"))
+    other = entry("b1")
+    other["question_date"] = "2023/07/01 (Sat) 10:00"  # same turns, asked later: another haystack
+    b1 = question_from_json(other)
+    a2 = replace(a1, question_id="a2", question="And in March?")
+    ordered = by_haystack([a1, b1, a2])
+    assert [q.question_id for q in ordered] == ["a1", "a2", "b1"]
+    assert haystack_key(a1) == haystack_key(a2) != haystack_key(b1)
