@@ -370,41 +370,32 @@ def _gap(segment: _Segment, a: LabelledSpan, b: LabelledSpan) -> list[str]:
     return [t.text for t in segment.tokens[a.end - segment.offset : b.start - segment.offset]]
 
 
-def _place_window(
-    spec: PredicateSpec, gold: GoldTriple, target: str, segment: _Segment, taken: set[int]
+def _place_two(
+    spec: PredicateSpec,
+    gold: GoldTriple,
+    target: str,
+    segment: _Segment,
+    taken: set[int],
 ) -> list[LabelledSpan] | None:
-    """A window said in two parts ("10am on Monday"): each part its own span."""
+    """A value said in two parts, each its own span.
+
+    A time window ("10am on Monday": windows.py) or a free-text value ("a cat
+    ... called Pickle": compose.py); the same rule joins the parts when decoding.
+    """
+    is_time = spec.type in _TIME_TYPES
+    part_value = spec.normalise if is_time else (lambda text: canonical(spec, text))
     label = span_label(spec.name, gold.negated, gold.hedged)
     words = target.split()
     for cut in range(1, len(words)):
-        for first in _matches(spec, spec.normalise(" ".join(words[:cut])), segment, taken):
-            claimed = taken | set(range(segment.offset + first[0], segment.offset + first[1]))
-            for second in _matches(spec, spec.normalise(" ".join(words[cut:])), segment, claimed):
-                a, b = sorted(
-                    [_span(segment, label, *first), _span(segment, label, *second)],
-                    key=lambda s: s.start,
-                )
-                if one_window(segment.span_text(a), segment.span_text(b), _gap(segment, a, b)):
-                    return [a, b]
-    return None
-
-
-def _place_parts(
-    spec: PredicateSpec, gold: GoldTriple, target: str, segment: _Segment, taken: set[int]
-) -> list[LabelledSpan] | None:
-    """A free-text value said in two parts ("a cat ... called Pickle"): compose.py."""
-    label = span_label(spec.name, gold.negated, gold.hedged)
-    words = target.split()
-    for cut in range(1, len(words)):
-        for head in _matches(spec, canonical(spec, " ".join(words[:cut])), segment, taken):
+        for head in _matches(spec, part_value(" ".join(words[:cut])), segment, taken):
             claimed = taken | set(range(segment.offset + head[0], segment.offset + head[1]))
-            tail_value = canonical(spec, " ".join(words[cut:]))
-            for tail in _matches(spec, tail_value, segment, claimed):
+            for tail in _matches(spec, part_value(" ".join(words[cut:])), segment, claimed):
                 a, b = sorted(
                     [_span(segment, label, *head), _span(segment, label, *tail)],
                     key=lambda s: s.start,
                 )
-                if composes(segment.span_text(a), segment.span_text(b), _gap(segment, a, b)):
+                first, second, gap = segment.span_text(a), segment.span_text(b), _gap(segment, a, b)
+                if (one_window if is_time else composes)(first, second, gap):
                     return [a, b]
     return None
 
@@ -418,11 +409,9 @@ def _place(
         found = _matches(spec, target, segment, taken)
         if found:
             return _Placed(gold, spec, [_span(segment, label, *found[0])], segment.from_context)
-    two_parts = {"text": _place_parts, **{t: _place_window for t in _TIME_TYPES}}
-    place_parts = two_parts.get(spec.type)
-    if place_parts is not None and len(target.split()) > 1:
+    if (spec.type == "text" or spec.type in _TIME_TYPES) and len(target.split()) > 1:
         for segment in segments:
-            parts = place_parts(spec, gold, target, segment, taken)
+            parts = _place_two(spec, gold, target, segment, taken)
             if parts is not None:
                 return _Placed(gold, spec, parts, segment.from_context)
     return None
