@@ -52,6 +52,7 @@ BLIND_SPLITS = (
     *("friends_d", "cs_professional", "friends_e"),  # stop 15
     *("friends_f", "cs_trades"),  # stop 22
     *("friends_g", "cs_mixed"),  # stop 23
+    *("friends_h", "cs_new"),  # stop 24
 )
 # Which LongMemEval questions the natural-dialogue compression samples.
 NATURAL_SEED = 29
