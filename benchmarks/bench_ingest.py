@@ -104,16 +104,22 @@ Event = tuple[str, str, bytes]  # (topic, key, value)
 
 
 # -- events ------------------------------------------------------------------
-def sample_events(repeat: int, tag: str) -> list[Event]:
-    """The sample stream ``repeat`` times; copy ``i`` has users and event ids suffixed ``tag+i``."""
+def sample_events(repeat: int, tag: str, *, topic_users: bool = False) -> list[Event]:
+    """The sample stream ``repeat`` times; copy ``i`` has users and event ids suffixed ``tag+i``.
+
+    With ``topic_users`` the events of each input topic go to users of their
+    own (user ids suffixed with the topic's index too): a user's whole history
+    is then one partition of one topic, which every run (a worker restarted
+    mid-stream, a replay) processes in the same order.
+    """
     lines = {t: (SAMPLE_DIR / f"{t}.jsonl").read_bytes().splitlines() for t in INPUT_TOPICS}
     events: list[Event] = []
     for copy in range(repeat):
         suffix = f"-{tag}{copy}"
-        for topic, topic_lines in lines.items():
+        for index, (topic, topic_lines) in enumerate(lines.items()):
             for line in topic_lines:
                 event: dict[str, Any] = json.loads(line)
-                event["user_id"] += suffix
+                event["user_id"] += f"{suffix}t{index}" if topic_users else suffix
                 event["event_id"] += suffix
                 key = f"{event['tenant_id']}:{event['user_id']}"
                 events.append((topic, key, json.dumps(event).encode()))

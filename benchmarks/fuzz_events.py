@@ -535,7 +535,7 @@ class _Job:
         return self.process.wait(timeout=120)
 
 
-def _create_topics(bootstrap: str, namespace: str, partitions: int) -> None:
+def create_topics(bootstrap: str, namespace: str, partitions: int) -> None:
     config = {"max.message.bytes": str(MAX_MESSAGE_BYTES)}
     specs = [
         kafka_admin.TopicSpec(Topics(namespace).name(t), partitions, config) for t in ALL_TOPICS
@@ -630,7 +630,7 @@ def run_fuzz(settings: Settings, records: Sequence[FuzzRecord], partitions: int 
     blanks = valid_only(list(records))
     try:
         for namespace in (fuzzed_ns, valid_ns):
-            _create_topics(bootstrap, namespace, partitions)
+            create_topics(bootstrap, namespace, partitions)
         worker = _Job(
             ["jobs.cli.worker", "--namespace", fuzzed_ns, "--metrics-port", "0"],
             work / "worker.log",
@@ -740,9 +740,42 @@ def _apply_and_compare(
         report.sink_applied = True
     finally:
         sink.stop()
-    report.seconds["sink"], step = time.monotonic() - step, time.monotonic()
+    report.seconds["sink"] = time.monotonic() - step
+    result = replay_and_diff(valid_ns, shadow, live, env)
+    report.seconds.update(result.seconds)
+    report.replay_exit, report.replay_output = result.replay_exit, result.replay_output
+    report.diff_exit, report.diff_output = result.diff_exit, result.diff_output
+    report.differences, report.users_compared = result.differences, result.users_compared
+
+
+@dataclass
+class DiffResult:
+    """What ``replay_and_diff`` saw: each command's exit and output, the differences."""
+
+    replay_exit: int | None = None
+    replay_output: str = ""
+    diff_exit: int | None = None
+    differences: list[dict[str, Any]] = field(default_factory=list)
+    users_compared: int = 0
+    diff_output: str = ""
+    seconds: dict[str, float] = field(default_factory=dict)  # "replay", "audit diff"
+
+
+def replay_and_diff(
+    topic_ns: str, shadow: str, live: str, env: dict[str, str], partition: int | None = None
+) -> DiffResult:
+    """``memstream replay`` of ``topic_ns``'s input log into ``shadow``, then ``audit diff``.
+
+    The replay covers every partition from offset 0, or ``partition`` of each
+    input topic only (the complete history of the users keyed there). The
+    diff compares the users ``shadow`` holds with ``live``; no diff runs when
+    the replay failed.
+    """
+    result = DiffResult()
+    step = time.monotonic()
     # jobs.cli.app has no __main__ guard (it is the `memstream` entry point's module).
     cli = [sys.executable, "-c", "from jobs.cli.app import main; main()"]
+    only = [] if partition is None else ["--partition", str(partition)]
     replay = subprocess.run(  # noqa: S603 - our interpreter and module
         [
             *cli,
@@ -750,9 +783,10 @@ def _apply_and_compare(
             "--namespace",
             shadow,
             "--topic-namespace",
-            valid_ns,
+            topic_ns,
             "--from-offset",
             "0",
+            *only,
         ],
         cwd=ROOT,
         env=env,
@@ -760,13 +794,13 @@ def _apply_and_compare(
         text=True,
         check=False,
     )
-    report.replay_exit, report.replay_output = (
+    result.replay_exit, result.replay_output = (
         replay.returncode,
         replay.stdout + replay.stderr[-3000:],
     )
-    report.seconds["replay"], step = time.monotonic() - step, time.monotonic()
+    result.seconds["replay"], step = time.monotonic() - step, time.monotonic()
     if replay.returncode != 0:
-        return
+        return result
     diff = subprocess.run(  # noqa: S603 - our interpreter and module
         [*cli, "audit", "diff", shadow, "--against", live, "--json"],
         cwd=ROOT,
@@ -775,11 +809,12 @@ def _apply_and_compare(
         text=True,
         check=False,
     )
-    report.seconds["audit diff"] = time.monotonic() - step
-    report.diff_exit, report.diff_output = diff.returncode, diff.stderr[-3000:]
+    result.seconds["audit diff"] = time.monotonic() - step
+    result.diff_exit, result.diff_output = diff.returncode, diff.stderr[-3000:]
     try:
         document = json.loads(diff.stdout)
-        report.differences = document["differences"]
-        report.users_compared = len(document["users"])
+        result.differences = document["differences"]
+        result.users_compared = len(document["users"])
     except (ValueError, KeyError):
-        report.diff_output += diff.stdout[-3000:]
+        result.diff_output += diff.stdout[-3000:]
+    return result

@@ -1,7 +1,8 @@
-"""The job subprocesses bench_ingest.py runs: start, wait for, measure and stop them."""
+"""The job subprocesses of bench_ingest.py and bench_soak.py: start, wait for, measure, stop."""
 
 from __future__ import annotations
 
+import importlib
 import os
 import signal
 import subprocess
@@ -9,6 +10,7 @@ import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from connectors.kafka_io import end_offsets
 from connectors.kafka_offsets import OffsetReader
@@ -38,13 +40,38 @@ class Job:
         self.name = name
         self.group = group
         self.metrics_port = 0  # set where the job's throughput comes from its metrics
-        env = {**os.environ, **_JOB_ENV, **(env or {})}
+        self._command = command
+        self._env = {**os.environ, **_JOB_ENV, **(env or {})}
         slug = "-".join(name.replace("(", "").replace(")", "").split()[:2])
         self.log = Path(tempfile.gettempdir()) / f"bench-ingest-{slug}-{os.getpid()}.log"
-        with self.log.open("wb") as out:
-            self.process = subprocess.Popen(  # noqa: S603 - our interpreter and modules
-                command, cwd=ROOT, env=env, stdout=out, stderr=out
+        self._log_start = 0  # where the current process's output begins in the log
+        self.process = self._spawn("wb")
+
+    def _spawn(self, mode: str) -> subprocess.Popen[bytes]:
+        with self.log.open(mode) as out:
+            return subprocess.Popen(  # noqa: S603 - our interpreter and modules
+                self._command, cwd=ROOT, env=self._env, stdout=out, stderr=out
             )
+
+    def kill(self) -> None:
+        """SIGKILL the job (not its descendants: they die with it or are orphaned) and reap it."""
+        self.process.kill()
+        self.process.wait(timeout=60)
+
+    def restart(self) -> None:
+        """Start the same command again, its output appended to the same log."""
+        self._log_start = self.log.stat().st_size
+        self.process = self._spawn("ab")
+
+    def log_since_start(self) -> str:
+        """What the current process has written to the log so far."""
+        with self.log.open("rb") as log:
+            log.seek(self._log_start)
+            return log.read().decode(errors="replace")
+
+    def rss_mib(self) -> float:
+        """Resident memory now, summed over the process and its descendants (0 once exited)."""
+        return sum(_rss_kib(pid) for pid in _process_tree(self.process.pid)) / 1024
 
     def peak_rss_mib(self) -> float:
         """The sum of VmHWM over the process and its descendants (Linux)."""
@@ -82,6 +109,25 @@ class Job:
         """SIGTERM and wait."""
         self.process.send_signal(signal.SIGTERM)
         self.process.wait(timeout=120)
+
+
+def _rss_kib(pid: int) -> int:
+    """One process's resident set (KiB): psutil where installed, else /proc; 0 once exited."""
+    try:
+        # Optional (not a dependency of the project) and without type stubs here.
+        psutil: Any = importlib.import_module("psutil")
+    except ImportError:
+        try:
+            status = Path(f"/proc/{pid}/status").read_text()
+        except (FileNotFoundError, ProcessLookupError):
+            return 0
+        return next(
+            (int(line.split()[1]) for line in status.splitlines() if line.startswith("VmRSS:")), 0
+        )
+    try:
+        return int(psutil.Process(pid).memory_info().rss // 1024)
+    except psutil.Error:  # exited meanwhile
+        return 0
 
 
 def _process_tree(pid: int) -> list[int]:

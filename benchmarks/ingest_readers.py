@@ -14,7 +14,7 @@ import threading
 import time
 import urllib.request
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,13 +37,17 @@ class Stamped:
 
 def read_stamped(bootstrap: str, topics: Sequence[str]) -> list[Stamped]:
     """Every record of ``topics`` from the beginning to the current end."""
+    return list(iter_stamped(bootstrap, topics))
+
+
+def iter_stamped(bootstrap: str, topics: Sequence[str]) -> Iterator[Stamped]:
+    """``read_stamped`` one record at a time (a long topic need not fit in memory)."""
     counts = kafka_admin.partition_counts(bootstrap, topics)
     reader = consumer(bootstrap, "bench-reader", **{"enable.partition.eof": True})
     reader.assign(
         [TopicPartition(t, p, OFFSET_BEGINNING) for t, n in counts.items() for p in range(n)]
     )
     pending = {(t, p) for t, n in counts.items() for p in range(n)}
-    records: list[Stamped] = []
     try:
         while pending:
             msg = reader.poll(1.0)
@@ -55,18 +59,15 @@ def read_stamped(bootstrap: str, topics: Sequence[str]) -> list[Stamped]:
                 continue
             if error is not None:
                 raise RuntimeError(error.str())
-            records.append(
-                Stamped(
-                    str(msg.topic()),
-                    int(msg.partition() or 0),
-                    int(msg.offset() or 0),
-                    msg.timestamp()[1],
-                    msg.value() or b"",
-                )
+            yield Stamped(
+                str(msg.topic()),
+                int(msg.partition() or 0),
+                int(msg.offset() or 0),
+                msg.timestamp()[1],
+                msg.value() or b"",
             )
     finally:
         reader.close()
-    return records
 
 
 class Watcher:
