@@ -39,7 +39,7 @@ from pipelines.extract.learned.tagging import (
     decode,
     encode,
     span_label,
-    spans_from_bio,
+    spans_from_marginals,
 )
 from pipelines.vocabulary import Vocabulary, default_vocabulary
 
@@ -243,6 +243,10 @@ class LearnedExtractor:
         """Labelled spans (``predicate[~neg][~hedge]``) of each sequence."""
         import torch
 
+        outside = self.tags.index(OUTSIDE)
+        labels = sorted({tag[2:] for tag in self.tags if tag != OUTSIDE})
+        begin = [self.tags.index(f"B-{label}") for label in labels]
+        inside = [self.tags.index(f"I-{label}") for label in labels]
         # Sorted by length so a batch pads little; answered in the given order.
         order = sorted(range(len(encoded)), key=lambda i: len(encoded[i].words))
         found: list[list[LabelledSpan]] = [[] for _ in encoded]
@@ -252,24 +256,36 @@ class LearnedExtractor:
                 batch = pieces(self.tokenizer, [encoded[i] for i in rows])
                 tag_logits, neg_logits, hedge_logits = self.model(batch.ids, batch.mask)
                 probs = tag_logits.softmax(-1)
-                best, tag_ids = probs.max(-1)
+                tags = (probs[..., outside], probs[..., begin], probs[..., inside])
                 negated, hedged = neg_logits.sigmoid(), hedge_logits.sigmoid()
                 for r, i in enumerate(rows):
+                    row = tuple(t[r].tolist() for t in tags)
                     found[i] = self._row_spans(
-                        batch.firsts[r], tag_ids[r], best[r], negated[r], hedged[r]
+                        batch.firsts[r], row, labels, negated[r].tolist(), hedged[r].tolist()
                     )
         return found
 
+    @staticmethod
     def _row_spans(
-        self, firsts: list[int], tag_ids: Any, best: Any, negated: Any, hedged: Any
+        firsts: list[int],
+        tags: tuple[list[float], list[list[float]], list[list[float]]],
+        labels: list[str],
+        negated: list[float],
+        hedged: list[float],
     ) -> list[LabelledSpan]:
-        tags = [self.tags[int(tag_ids[p])] if p >= 0 else OUTSIDE for p in firsts]
-        scores = [float(best[p]) if p >= 0 else 0.0 for p in firsts]
+        # A word cut off by MAX_PIECES has no first piece (-1): outside.
+        outside, begins, insides = tags
+        none = [0.0] * len(labels)
         out = []
-        for span in spans_from_bio(tags, scores):
+        for span in spans_from_marginals(
+            [outside[p] if p >= 0 else 1.0 for p in firsts],
+            [begins[p] if p >= 0 else none for p in firsts],
+            [insides[p] if p >= 0 else none for p in firsts],
+            labels,
+        ):
             inside = [firsts[w] for w in range(span.start, span.end) if firsts[w] >= 0]
-            neg = sum(float(negated[p]) for p in inside) / max(len(inside), 1)
-            hedge = sum(float(hedged[p]) for p in inside) / max(len(inside), 1)
+            neg = sum(negated[p] for p in inside) / max(len(inside), 1)
+            hedge = sum(hedged[p] for p in inside) / max(len(inside), 1)
             label = span_label(span.label, neg >= FLAG_THRESHOLD, hedge >= FLAG_THRESHOLD)
             out.append(LabelledSpan(label, span.start, span.end, span.score))
         return out

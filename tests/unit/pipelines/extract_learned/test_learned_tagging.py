@@ -21,7 +21,7 @@ from pipelines.extract.learned.tagging import (
     parse_span_label,
     read_examples,
     span_label,
-    spans_from_bio,
+    spans_from_marginals,
     tokenise,
 )
 from pipelines.extract.learned.windows import one_window
@@ -155,13 +155,12 @@ def test_values_that_are_not_in_the_text_are_reported_unaligned() -> None:
 def test_decoding_predicted_tags_gives_typed_triples_with_scores() -> None:
     encoded = encode("Best number?", "Not on weekends. It's 07700 900123.", "user")
     words = encoded.words
-    tags = ["O"] * len(words)
-    tags[words.index("weekends")] = "B-delivery_time~neg"
-    first = words.index("07700")
-    tags[first], tags[first + 1] = "B-phone_number", "I-phone_number"
-    scores = [1.0] * len(words)
-    scores[first], scores[first + 1] = 0.9, 0.7
-    triples = decode(encoded, spans_from_bio(tags, scores))
+    weekends, first = words.index("weekends"), words.index("07700")
+    spans = [
+        LabelledSpan("delivery_time~neg", weekends, weekends + 1, 1.0),
+        LabelledSpan("phone_number", first, first + 2, 0.8),
+    ]
+    triples = decode(encoded, spans)
     by_predicate = {t.predicate: t for t in triples}
     assert by_predicate["delivery_time"].obj == "weekend"
     assert by_predicate["delivery_time"].negated
@@ -199,15 +198,47 @@ def test_decoding_keeps_context_spans_apart_and_drops_values_of_the_wrong_type()
     assert (triple.obj, triple.from_context, triple.confidence) == ("tuesday", True, 0.6)
 
 
-def test_bio_round_trip_and_bioes_input() -> None:
+def test_bio_tags_mark_each_span_with_its_begin_and_inside() -> None:
     spans = [LabelledSpan("plan", 1, 3), LabelledSpan("likes~neg", 3, 4)]
-    tags = bio_tags(5, spans)
-    assert tags == ["O", "B-plan", "I-plan", "B-likes~neg", "O"]
-    assert spans_from_bio(tags) == spans
-    assert spans_from_bio(["S-plan", "B-likes", "E-likes", "I-likes"]) == [
-        LabelledSpan("plan", 0, 1),
-        LabelledSpan("likes", 1, 3),
-        LabelledSpan("likes", 3, 4),
+    assert bio_tags(5, spans) == ["O", "B-plan", "I-plan", "B-likes~neg", "O"]
+
+
+LABELS = ["appointment_time", "travel_time"]
+
+
+def _word(outside: float, begin: tuple[float, float], inside: tuple[float, float]) -> tuple:
+    return outside, list(begin), list(inside)
+
+
+def _spans(*words: tuple) -> list[LabelledSpan]:
+    outside, begins, insides = zip(*words, strict=True)
+    return spans_from_marginals(list(outside), list(begins), list(insides), LABELS)
+
+
+def test_a_word_leaning_to_another_predicate_stays_in_its_value() -> None:
+    # "May 12 to 14": per-word argmax read "12" as appointment_time (0.32) and cut the date in two.
+    spans = _spans(
+        _word(0.04, (0.0, 0.92), (0.0, 0.04)),  # May
+        _word(0.08, (0.1, 0.1), (0.32, 0.3)),  # 12
+        _word(0.2, (0.0, 0.1), (0.0, 0.7)),  # to
+        _word(0.1, (0.0, 0.0), (0.1, 0.8)),  # 14
+        _word(0.9, (0.0, 0.05), (0.0, 0.05)),  # .
+    )
+    assert [(s.label, s.start, s.end) for s in spans] == [("travel_time", 0, 4)]
+    assert spans[0].score == pytest.approx((0.96 + 0.4 + 0.8 + 0.8) / 4)
+
+
+def test_begin_mass_starts_a_new_value_and_outside_mass_ends_one() -> None:
+    spans = _spans(
+        _word(0.1, (0.8, 0.0), (0.1, 0.0)),  # Monday
+        _word(0.2, (0.0, 0.7), (0.1, 0.0)),  # May 11: a new value right after
+        _word(0.6, (0.2, 0.0), (0.0, 0.2)),  # O more likely than any value: outside
+        _word(0.3, (0.0, 0.1), (0.6, 0.0)),  # an I- after O still starts a value
+    )
+    assert [(s.label, s.start, s.end) for s in spans] == [
+        ("appointment_time", 0, 1),
+        ("travel_time", 1, 2),
+        ("appointment_time", 3, 4),
     ]
 
 
@@ -273,3 +304,11 @@ def test_parts_in_the_context_and_in_the_turn_are_never_joined() -> None:
     spans = [LabelledSpan("pet", cat, cat + 1, 0.9), LabelledSpan("pet", pickle, pickle + 1, 0.9)]
     found = sorted((t.obj, t.from_context) for t in decode(encoded, spans))
     assert found == [("cat", True), ("pickle", False)]
+
+
+def test_an_address_tagged_without_its_house_number_takes_it_back() -> None:
+    encoded = encode("One veggie set to 12 Birch Court?", "Yes.", "user")
+    words = encoded.words
+    birch = words.index("Birch")
+    [triple] = decode(encoded, [LabelledSpan("address", birch, birch + 2, 0.9)])
+    assert (triple.obj, triple.from_context) == ("12 birch court", True)
