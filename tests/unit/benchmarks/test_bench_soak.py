@@ -6,11 +6,13 @@ import csv
 import io
 import math
 import xml.etree.ElementTree as ET
+from pathlib import Path
 
 from benchmarks.bench_soak import (
     LAG_RATIO,
     RSS_SLACK_MIB,
     Sample,
+    code_fingerprint,
     cycles,
     duplicated,
     flatness,
@@ -137,3 +139,16 @@ def test_svg_of_nothing_still_renders() -> None:
 def test_duplicated_keeps_pairs_seen_twice() -> None:
     pairs = [("c1", "e1"), ("c1", "e2"), ("c1", "e1"), ("c2", "e1")]
     assert duplicated(pairs) == {("c1", "e1"): 2}
+
+
+def test_the_code_fingerprint_changes_with_any_source_file(tmp_path: Path) -> None:
+    (tmp_path / "pipelines" / "extract").mkdir(parents=True)
+    module = tmp_path / "pipelines" / "extract" / "tagging.py"
+    module.write_text("SPANS = 1\n")
+    (tmp_path / "pipelines" / "notes.txt").write_text("not code")
+    before = code_fingerprint(tmp_path, ("pipelines", "jobs"))
+    assert code_fingerprint(tmp_path, ("pipelines", "jobs")) == before
+    (tmp_path / "pipelines" / "notes.txt").write_text("still not code")
+    assert code_fingerprint(tmp_path, ("pipelines", "jobs")) == before
+    module.write_text("SPANS = 2\n")
+    assert code_fingerprint(tmp_path, ("pipelines", "jobs")) != before
