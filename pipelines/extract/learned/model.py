@@ -40,6 +40,7 @@ from pipelines.extract.learned.tagging import (
     encode,
     span_label,
     spans_from_marginals,
+    with_apostrophe,
 )
 from pipelines.vocabulary import Vocabulary, default_vocabulary
 
@@ -144,7 +145,8 @@ def pieces(tokenizer: Any, encoded: Sequence[Encoded]) -> Pieces:
     """The word pieces of a batch of sequences, and where each word starts."""
     import torch
 
-    words = [e.words for e in encoded]
+    # The words' offsets stay the turn's: only what the model reads is respelled.
+    words = [[with_apostrophe(word) for word in e.words] for e in encoded]
     out = tokenizer(
         words,
         is_split_into_words=True,

@@ -271,6 +271,41 @@ def spans_from_marginals(
     return spans
 
 
+# Contractions texted without their apostrophe. The training turns seldom drop
+# it, so MiniLM reads "dont" as an unknown word and misses the negation that
+# "don't" carries; "im"/"ive" likewise. Only forms that are no other English
+# word ("wont" and "cant" are rare as nouns; "ill", "its", "well" are left).
+_APOSTROPHES = {
+    word: word[:-1] + "'" + word[-1]
+    for word in [
+        "dont",
+        "cant",
+        "wont",
+        "didnt",
+        "doesnt",
+        "isnt",
+        "wasnt",
+        "werent",
+        "arent",
+        "havent",
+        "hasnt",
+        "hadnt",
+        "couldnt",
+        "wouldnt",
+        "shouldnt",
+        "aint",
+    ]
+} | {"im": "i'm", "ive": "i've"}
+
+
+def with_apostrophe(word: str) -> str:
+    """``word`` as the model knows it: "dont" -> "don't", "Im" -> "I'm"; other words as they are."""
+    spelled = _APOSTROPHES.get(word.lower())
+    if spelled is None:
+        return word
+    return spelled[0].upper() + spelled[1:] if word[0].isupper() else spelled
+
+
 # -- values -------------------------------------------------------------------------
 # Words the labelling guide leaves out of a free-text object (LABELLING.md,
 # "Objects"): "a beagle called Biscuit" -> ``beagle biscuit``; "my brother's

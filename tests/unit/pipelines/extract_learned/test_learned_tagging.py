@@ -23,6 +23,7 @@ from pipelines.extract.learned.tagging import (
     span_label,
     spans_from_marginals,
     tokenise,
+    with_apostrophe,
 )
 from pipelines.extract.learned.windows import one_window
 
@@ -312,3 +313,21 @@ def test_an_address_tagged_without_its_house_number_takes_it_back() -> None:
     birch = words.index("Birch")
     [triple] = decode(encoded, [LabelledSpan("address", birch, birch + 2, 0.9)])
     assert (triple.obj, triple.from_context) == ("12 birch court", True)
+
+
+def test_contractions_texted_without_an_apostrophe_are_respelled_for_the_model() -> None:
+    words = ["Dont", "call", "me", "im", "out", ",", "ill", "text", "its", "fine", "cant", "wont"]
+    assert [with_apostrophe(w) for w in words] == [
+        "Don't",
+        "call",
+        "me",
+        "i'm",
+        "out",
+        ",",
+        "ill",
+        "text",
+        "its",
+        "fine",
+        "can't",
+        "won't",
+    ]
