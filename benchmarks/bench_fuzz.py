@@ -52,9 +52,7 @@ def checks(report: FuzzReport) -> dict[str, bool]:
             not report.turns_without_op and not report.ops_of_no_valid_event
         ),
         "sink applied every op": report.sink_applied,
-        "audit diff: stores = replay of the valid-only log": (
-            report.diff_exit == 0 and not report.differences and report.users_compared > 0
-        ),
+        "audit diff: stores = replay of the valid-only log": (report.diff.clean),
     }
 
 
@@ -74,12 +72,10 @@ def table(report: FuzzReport, generated_s: float) -> Table:
         ),
         ("worker exits", str(report.worker_exits)),
         ("operations on memory.ops", f"{report.ops:,}"),
-        ("users compared by audit diff", f"{report.users_compared:,}"),
+        ("users compared by audit diff", f"{report.diff.users_compared:,}"),
         (
             "diff result",
-            "no differences"
-            if report.diff_exit == 0 and not report.differences
-            else f"exit {report.diff_exit}, {len(report.differences)} difference(s)",
+            report.diff.summary(),
         ),
         ("throughput (worker, events/s)", f"{report.throughput:,.0f}"),
         ("generation (s)", f"{generated_s:.0f}"),
@@ -114,7 +110,7 @@ def main() -> int:
         console.print(f"{'PASS' if passed else 'FAIL'}  {name}")
     if not all(results.values()):
         console.print(report.worker_log[-2000:], markup=False)
-        console.print(report.unexpected_details[:10], report.differences[:10], markup=False)
+        console.print(report.unexpected_details[:10], report.diff.differences[:10], markup=False)
         return 1
     return 0
 

@@ -113,6 +113,7 @@ from typing import TYPE_CHECKING, Any
 from xml.sax.saxutils import escape
 
 if TYPE_CHECKING:  # the runtime helpers are imported in run(): see _load_helpers
+    from fuzz_events import DiffResult
     from ingest_jobs import Job
 
     from connectors.kafka_offsets import OffsetReader
@@ -423,11 +424,7 @@ class SoakRun:
     facts_expected: int = 0
     facts_missing: list[str] = field(default_factory=list)
     duplicated_versions: dict[tuple[str, str], int] = field(default_factory=dict)
-    replay_exit: int | None = None
-    diff_exit: int | None = None
-    differences: list[dict[str, Any]] = field(default_factory=list)
-    users_compared: int = 0
-    diff_output: str = ""
+    diff: DiffResult | None = None  # one partition's replay against the stores
     code_changed: bool = False  # the sources changed between the jobs' start and the replay
     seconds: dict[str, float] = field(default_factory=dict)
     logs: dict[str, Path] = field(default_factory=dict)
@@ -752,9 +749,7 @@ def run_soak(args: argparse.Namespace) -> SoakRun:
         diff = replay_and_diff(namespace, shadow, live, env, partition=args.audit_partition)
         run.code_changed = code_fingerprint(root) != fingerprint
         steps.update(diff.seconds)
-        run.replay_exit, run.diff_exit = diff.replay_exit, diff.diff_exit
-        run.differences, run.users_compared = diff.differences, diff.users_compared
-        run.diff_output = diff.diff_output or diff.replay_output[-3000:]
+        run.diff = diff
         return run
     finally:
         for job in (worker, sink):
@@ -819,10 +814,7 @@ def checks(run: SoakRun, slack: dict[str, float]) -> dict[str, bool]:
             not run.duplicated_versions
         ),
         "audit diff: the audited users = their replay (same code)": (
-            run.diff_exit == 0
-            and not run.differences
-            and run.users_compared > 0
-            and not run.code_changed
+            run.diff is not None and run.diff.clean and not run.code_changed
         ),
         "0 unexpected worker or sink exits": not run.unexpected_exits,
         "lag flat (worker, sink, the sink's spool)": (
@@ -926,16 +918,14 @@ def report(run: SoakRun, out: Path, print_: Callable[[Any], None]) -> bool:
             f"{run.facts_expected:,} / {len(run.facts_missing)}",
         ),
         ("chains with a duplicated version", str(len(run.duplicated_versions))),
-        ("users compared by audit diff", f"{run.users_compared:,}"),
+        ("users compared by audit diff", f"{run.diff.users_compared:,}" if run.diff else "-"),
         (
             "code (schemas, pipelines, connectors, jobs, memstream)",
             "CHANGED during the run: the diff is void" if run.code_changed else "unchanged",
         ),
         (
             "diff result",
-            "no differences"
-            if run.diff_exit == 0 and not run.differences
-            else f"exit {run.diff_exit}, {len(run.differences)} difference(s)",
+            run.diff.summary() if run.diff else "not run",
         ),
         *[(f"{step} (s)", f"{seconds:,.0f}") for step, seconds in run.seconds.items()],
     ]
@@ -955,8 +945,10 @@ def report(run: SoakRun, out: Path, print_: Callable[[Any], None]) -> bool:
                 "turns without op": run.turns_without_op[:10],
                 "facts missing": run.facts_missing[:10],
                 "duplicated versions": list(run.duplicated_versions.items())[:10],
-                "differences": run.differences[:10],
-                "diff output": run.diff_output[-2000:],
+                "differences": run.diff.differences[:10] if run.diff else [],
+                "diff output": (run.diff.diff_output or run.diff.replay_output)[-2000:]
+                if run.diff
+                else "",
                 "logs": {k: str(v) for k, v in run.logs.items()},
             }
         )

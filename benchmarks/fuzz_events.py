@@ -480,6 +480,30 @@ _ENV = {
 
 
 @dataclass
+class DiffResult:
+    """What ``replay_and_diff`` saw: each command's exit and output, the differences."""
+
+    replay_exit: int | None = None
+    replay_output: str = ""
+    diff_exit: int | None = None
+    differences: list[dict[str, Any]] = field(default_factory=list)
+    users_compared: int = 0
+    diff_output: str = ""
+    seconds: dict[str, float] = field(default_factory=dict)  # "replay", "audit diff"
+
+    @property
+    def clean(self) -> bool:
+        """The diff ran, compared some users and found no difference."""
+        return self.diff_exit == 0 and not self.differences and self.users_compared > 0
+
+    def summary(self) -> str:
+        """One line for a result table."""
+        if self.diff_exit == 0 and not self.differences:
+            return "no differences"
+        return f"exit {self.diff_exit}, {len(self.differences)} difference(s)"
+
+
+@dataclass
 class FuzzReport:
     """What one run saw; every field is a measurement, the caller judges it."""
 
@@ -497,12 +521,7 @@ class FuzzReport:
     turns_without_op: list[str] = field(default_factory=list)
     ops_of_no_valid_event: list[str] = field(default_factory=list)
     sink_applied: bool = False
-    replay_exit: int | None = None
-    replay_output: str = ""
-    diff_exit: int | None = None
-    differences: list[dict[str, Any]] = field(default_factory=list)
-    users_compared: int = 0
-    diff_output: str = ""
+    diff: DiffResult = field(default_factory=DiffResult)  # the valid-only replay against the stores
     seconds: dict[str, float] = field(default_factory=dict)  # wall time of each step
     worker_seconds: float = 0.0  # the phases, from the worker's readiness
     total_seconds: float = 0.0
@@ -743,22 +762,7 @@ def _apply_and_compare(
     report.seconds["sink"] = time.monotonic() - step
     result = replay_and_diff(valid_ns, shadow, live, env)
     report.seconds.update(result.seconds)
-    report.replay_exit, report.replay_output = result.replay_exit, result.replay_output
-    report.diff_exit, report.diff_output = result.diff_exit, result.diff_output
-    report.differences, report.users_compared = result.differences, result.users_compared
-
-
-@dataclass
-class DiffResult:
-    """What ``replay_and_diff`` saw: each command's exit and output, the differences."""
-
-    replay_exit: int | None = None
-    replay_output: str = ""
-    diff_exit: int | None = None
-    differences: list[dict[str, Any]] = field(default_factory=list)
-    users_compared: int = 0
-    diff_output: str = ""
-    seconds: dict[str, float] = field(default_factory=dict)  # "replay", "audit diff"
+    report.diff = result
 
 
 def replay_and_diff(

@@ -77,7 +77,7 @@ def test_every_valid_event_is_applied(report: FuzzReport) -> None:
 
 
 def test_the_stores_equal_a_replay_of_the_valid_events_alone(report: FuzzReport) -> None:
-    assert report.replay_exit == 0, report.replay_output
-    assert report.diff_exit == 0, (report.diff_output, report.differences[:20])
-    assert report.differences == []
-    assert report.users_compared > 0  # the replay did write memory to compare
+    assert report.diff.replay_exit == 0, report.diff.replay_output
+    assert report.diff.diff_exit == 0, (report.diff.diff_output, report.diff.differences[:20])
+    assert report.diff.differences == []
+    assert report.diff.users_compared > 0  # the replay did write memory to compare
