@@ -100,3 +100,11 @@ def test_a_neo4j_row_follows_the_columns_with_times_in_utc() -> None:
     # Every column but the two written apart is a property the statement sets.
     for name in cypher.FACT_COLUMNS[2:]:
         assert f"{name}: " in cypher.WRITE_FACTS
+
+
+def test_the_neo4j_driver_packs_parameters_in_rust() -> None:
+    # neo4j-rust-ext (pyproject.toml): without it the driver packs every row
+    # value in pure Python, ~10 ms of a 256-row chunk (benchmarks/bench_writers.py).
+    from neo4j._codec.packstream import v1
+
+    assert v1._rust_pack is not None
