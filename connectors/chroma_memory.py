@@ -2,10 +2,13 @@
 
 Item id = ``fact_id``; the vector is the record's ``encoding.combined`` (computed by
 the encode stage), or, when a record carries none, MiniLM on its text through the
-offline embedding function. Metadata holds tenant, user, session, intent, tier,
-polarity, kind, the triple, lineage and the times as epoch floats (so ``$lt``/``$gt``
-filters work); an open end (``valid_until``/``expires_at`` not set) is stored as
-:data:`OPEN_ENDED`, because a Chroma filter cannot test for a missing key.
+offline embedding function. Metadata holds what reads filter on as keys of their
+own (user, session, intent, polarity, kind, state, subject, predicate, and the
+times as epoch floats, so ``$lt``/``$gt`` filters work) and everything else (tenant,
+chain, object, version, lineage, ...) as one JSON key, :data:`PACKED_KEY`: each key
+is a row in Chroma's SQLite, so fewer keys write faster. An open end
+(``valid_until``/``expires_at`` not set) is stored as :data:`OPEN_ENDED`, because
+a Chroma filter cannot test for a missing key.
 
 Idempotency: an upsert of a version already stored keeps its ``last_retrieved_at``
 and never re-opens a closed version (``valid_until`` only ever goes from open to a
@@ -37,6 +40,7 @@ reads as empty and leaves no trace in the store.
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
@@ -79,6 +83,8 @@ ARCHIVE_AFTER = timedelta(days=30)
 RETRIEVAL_RESOLUTION = timedelta(days=1)
 # Metadata keys a caller may filter on through ``tags`` (equality only).
 TAG_KEYS = frozenset({"intent", "kind", "polarity", "predicate", "subject", "state"})
+# The metadata key holding, as JSON, the fields no read filters on (see _metadata).
+PACKED_KEY = "fact"
 
 Metadata = dict[str, str | int | float | bool]
 
@@ -111,44 +117,67 @@ def collection_name(tenant_id: str, namespace: str | None = None, *, archive: bo
 
 
 def _metadata(record: MemoryRecord, last_retrieved_at: float) -> Metadata:
+    """The item's metadata: the keys reads filter on, and the rest as one JSON key.
+
+    Embedded Chroma stores one SQLite row per metadata key, with its indexes:
+    adding items with one key per field (27) cost ~1.08 ms an item, with these 12
+    ~0.89 ms, and with 2 keys ~0.62 ms (chunks of 256, interleaved in one run at
+    load 4.4). Only what a ``where`` names (user, session, the tags, the times)
+    needs a key of its own.
+    """
     meta: Metadata = {
-        "tenant": record.tenant_id,
         "user": record.user_id,
-        "tier": Tier.EPISODIC.value,
-        "chain_id": record.chain_id,
         "subject": record.subject,
         "predicate": record.predicate,
-        "object": record.object,
         "polarity": record.polarity.value,
         "kind": record.kind.value,
         "state": record.state.value,
-        "confidence": record.confidence,
-        "version": record.version,
-        "time": record.valid_from.timestamp(),
         "valid_from": record.valid_from.timestamp(),
         "valid_until": _epoch(record.valid_until),
         "expires_at": _epoch(record.expires_at),
+        "last_retrieved_at": last_retrieved_at,
+    }
+    optional = {"session": record.session_id, "intent": record.intent}
+    meta.update({key: value for key, value in optional.items() if value is not None})
+    rest = {
+        "tenant": record.tenant_id,
+        "chain_id": record.chain_id,
+        "object": record.object,
+        "confidence": record.confidence,
+        "version": record.version,
         "recorded_at": record.recorded_at.timestamp(),
+        "supersedes": record.supersedes,
         "lineage_topic": record.lineage.topic,
         "lineage_partition": record.lineage.partition,
         "lineage_offset": record.lineage.offset,
         "lineage_event_id": record.lineage.event_id,
-        "last_retrieved_at": last_retrieved_at,
-    }
-    optional = {
-        "session": record.session_id,
-        "intent": record.intent,
-        "supersedes": record.supersedes,
         "lineage_turn_id": record.lineage.turn_id,
         "lineage_reviewer_id": record.lineage.reviewer_id,
     }
-    meta.update({key: value for key, value in optional.items() if value is not None})
+    # Compact and in a fixed order: a rewrite of the same version compares equal
+    # (changed_keys) and costs no update.
+    meta[PACKED_KEY] = json.dumps(
+        {key: value for key, value in rest.items() if value is not None},
+        separators=(",", ":"),
+        ensure_ascii=False,
+    )
     return meta
 
 
+def _fields(meta: Mapping[str, Any]) -> Mapping[str, Any]:
+    """Every field of a stored item, whichever layout wrote it.
+
+    Items written before the packed layout hold one key per field (and no
+    ``PACKED_KEY``); they read the same, and a rewrite moves them to the new one.
+    """
+    packed = meta.get(PACKED_KEY)
+    return {**json.loads(str(packed)), **meta} if packed is not None else meta
+
+
 def _hit(
-    fact_id: str, meta: Mapping[str, Any], document: str | None, score: float | None
+    fact_id: str, stored: Mapping[str, Any], document: str | None, score: float | None
 ) -> SearchHit:
+    meta = _fields(stored)
     valid_from = _from_epoch(meta["valid_from"])
     assert valid_from is not None  # noqa: S101 - valid_from is always a finite time
     return SearchHit.model_validate(

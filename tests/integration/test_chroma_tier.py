@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -11,7 +12,7 @@ import pytest
 from chromadb.config import Settings
 from tier_ops import T0, T1, fact, op, phone_change, upsert, vector
 
-from connectors.chroma_memory import ChromaMemory, collection_name
+from connectors.chroma_memory import PACKED_KEY, ChromaMemory, collection_name
 from connectors.embedding import MiniLMEmbeddingFunction
 from schemas.hits import SearchHit
 from schemas.memory import MemoryKind, MemoryRecord
@@ -292,3 +293,41 @@ def test_retrieval_time_is_rewritten_at_most_once_a_day(
     clock.now = T0 + timedelta(days=2)
     memory.query(tenant, "u1", embedding=vector(tea.text))
     assert last_retrieved() == clock.now.timestamp()
+
+
+def _flat(meta: dict[str, object]) -> dict[str, object]:
+    """The one-key-per-field metadata the writer stored before PACKED_KEY."""
+    fields = json.loads(str(meta.pop(PACKED_KEY)))
+    return {**fields, **meta, "tier": "episodic", "time": meta["valid_from"]}
+
+
+def test_versions_stored_one_key_per_field_read_alike_and_move_to_the_packed_layout(
+    memory: ChromaMemory, unique: str, clock: Clock
+) -> None:
+    tenant = f"t{unique}"
+    old, new, ops = phone_change(tenant, "u1")
+    apply(memory, ops)
+    live = memory.collection(tenant)
+    written = live.get(include=["metadatas", "embeddings", "documents"])
+    expected = sorted(memory.get(tenant, "u1"), key=lambda h: h.fact_id)
+    # Filters only name keys of their own; everything else is packed into one.
+    for meta in written["metadatas"] or []:
+        assert PACKED_KEY in meta and "chain_id" not in meta and "lineage_offset" not in meta
+    # The same versions as an earlier writer left them: they read alike ...
+    flat = [_flat(dict(m)) for m in written["metadatas"] or []]
+    live.upsert(
+        ids=written["ids"],
+        embeddings=written["embeddings"],
+        metadatas=flat,  # type: ignore[arg-type]
+        documents=written["documents"],
+    )
+    [stored] = live.get(ids=[new.fact_id], include=["metadatas"])["metadatas"] or [{}]
+    assert "chain_id" in stored
+    assert sorted(memory.get(tenant, "u1"), key=lambda h: h.fact_id) == expected
+    assert memory.chain(tenant, "u1", new.subject, new.predicate)[-1].fact_id == new.fact_id
+    # ... and a redelivery rewrites them in the packed layout, keeping the close.
+    clock.now = T1 + timedelta(days=1)
+    apply(memory, ops)
+    rewritten = live.get(include=["metadatas"])["metadatas"] or []
+    assert all(PACKED_KEY in m and "chain_id" not in m and "tier" not in m for m in rewritten)
+    assert sorted(memory.get(tenant, "u1"), key=lambda h: h.fact_id) == expected
