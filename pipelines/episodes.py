@@ -20,7 +20,7 @@ from collections.abc import Iterable, Sequence
 from pipelines.review.state import UserMemoryState
 from pipelines.route import Decision, OutdateEpisode, WriteEpisode, route
 from schemas.episodes import Episode
-from schemas.events import DialogueEvent, Role
+from schemas.events import DialogueEvent, Role, UserAction
 from schemas.ids import episode_id
 from schemas.lineage import SourceLineage
 from schemas.ops import MemoryOperation, OpType
@@ -114,6 +114,10 @@ MAX_CONTEXT_CHARS = 400
 # ranks (pipelines/recall_index.py). Twelve words cover a friend's or an agent's
 # follow-up question; a long question carries its own content.
 SHORT_QUESTION_WORDS = 12
+# A search is said in no session's turn order: its episode takes a session of
+# its own beside the dialogue's ("search:<session>") and turn index 0, so it
+# never stands in a dialogue turn's place when answers are linked.
+SEARCH_SESSION_PREFIX = "search:"
 _WORD = re.compile(r"[0-9A-Za-z]+(?:'[A-Za-z]+)?")
 _QUESTION_END = re.compile(r"\?[\W_]*$")
 _ASKS = re.compile(
@@ -246,6 +250,44 @@ def episode_ops(
         decisions,
         tenant_id=event.tenant_id,
         user_id=event.user_id,
+        lineage=lineage,
+        at=at,
+        first_index=len(reviewed),
+    )
+
+
+def search_episode_ops(
+    action: UserAction,
+    lineage: SourceLineage,
+    query: str,
+    reviewed: Sequence[MemoryOperation],
+    *,
+    vector: Sequence[float] | None = None,
+) -> list[MemoryOperation]:
+    """A search kept whole in episodic memory: "searched: wireless earphones".
+
+    ``query`` is the behaviour stage's reading of the search (its
+    ``properties.query``, or the target id's last segment, cut to its cap);
+    ``reviewed`` the action's operations so far (the index continues after them).
+    """
+    episode = Episode(
+        episode_id=episode_id(action.tenant_id, action.user_id, action.event_id),
+        tenant_id=action.tenant_id,
+        user_id=action.user_id,
+        session_id=SEARCH_SESSION_PREFIX + (action.session_id or "-"),
+        turn_index=0,
+        role=Role.USER,
+        text=f"searched: {query}",
+        intent="search",
+        ts=action.ts,
+        lineage=lineage,
+        vector=list(vector) if vector is not None else None,
+    )
+    at = reviewed[0].at if reviewed else action.ts
+    return route(
+        [WriteEpisode(episode)],
+        tenant_id=action.tenant_id,
+        user_id=action.user_id,
         lineage=lineage,
         at=at,
         first_index=len(reviewed),

@@ -36,14 +36,21 @@ from datetime import datetime
 from typing import Protocol
 
 from pipelines.actions import action_facts
-from pipelines.episodes import episode_ops
+from pipelines.behaviour import BehaviourConfig, BehaviourItem, Observation, observe
+from pipelines.behaviour.admit import Admitted, admit
+from pipelines.episodes import episode_ops, search_episode_ops
 from pipelines.errors import StageError, stage
 from pipelines.extract import FactExtractor
 from pipelines.extract.context import DialogueContext
 from pipelines.parse import DialogueParser
+from pipelines.parse.model import ParsedTurn
 from pipelines.review import Reviewer, UserMemoryState
+from pipelines.review.observed import current_behaviour
+from pipelines.route import RequestHint, route
+from pipelines.triggers import TriggerConfig, TriggerDecision, TriggerTurn, decide
+from pipelines.triggers.hints import hint_request
 from schemas.deadletter import DeadLetter, DeadLetterReason
-from schemas.events import CrmWebhook, DialogueEvent, InputEvent, UserAction
+from schemas.events import ActionType, CrmWebhook, DialogueEvent, InputEvent, UserAction
 from schemas.facts import ExtractedFact
 from schemas.lineage import SourceLineage
 from schemas.memory import Encoding
@@ -76,10 +83,19 @@ class IngestResult:
     facts: list[ExtractedFact] = field(default_factory=list)
     intent: str | None = None
     replayed: bool = False  # applied before (offset at or below the state's): skipped
+    parsed: ParsedTurn | None = None  # a dialogue turn's parse (the triggers read it)
+    trigger: TriggerDecision | None = None  # a dialogue turn's retrieval-trigger decision
+    behaviour: Observation | None = None  # what the behaviour window made of an action
+    search_query: str | None = None  # a search action's query, as the window reads it
 
     @property
     def state_key(self) -> str | None:
         return self.event.key if self.event is not None else None
+
+    @property
+    def items(self) -> tuple[BehaviourItem, ...]:
+        """The behaviour items the action completed (reviewed after its facts)."""
+        return self.behaviour.items if self.behaviour is not None else ()
 
 
 class FactEncoder(Protocol):
@@ -116,8 +132,15 @@ class IngestPipeline:
         reviewer: Reviewer,
         stage_timer: StageTimer = untimed,
         episodes: bool = True,
+        triggers: TriggerConfig | None = None,
+        behaviour: BehaviourConfig | None = None,
     ) -> None:
-        """Assemble from loaded stages (jobs load them once per worker)."""
+        """Assemble from loaded stages (jobs load them once per worker).
+
+        ``triggers`` and ``behaviour`` configure the predictive stages (their
+        defaults: ``TriggerConfig()``, ``BehaviourConfig()``); both always run,
+        over state kept in the user's ``UserMemoryState``.
+        """
         self.parser = parser
         self.extractor = extractor
         self.crm_extractor = crm_extractor
@@ -126,6 +149,8 @@ class IngestPipeline:
         self.stage_timer = stage_timer
         # Every content-bearing turn kept whole in episodic memory (pipelines/episodes.py).
         self.episodes = episodes
+        self.triggers = triggers or TriggerConfig()
+        self.behaviour = behaviour or BehaviourConfig()
 
     def process(
         self,
@@ -153,17 +178,55 @@ class IngestPipeline:
             lineage = _lineage(result.record, result.event)
             with stage("review"), self.stage_timer("review"):
                 result.ops = self._review(state, result, lineage, encodings[id(result)])
-            if isinstance(result.event, DialogueEvent) and self.episodes:
-                with stage("episodes"):
-                    result.ops += episode_ops(
-                        state,
-                        result.event,
-                        lineage,
-                        result.ops,
-                        intent=result.intent,
-                        vector=turn_vectors.get(id(result)),
-                    )
+            vector = turn_vectors.get(id(result))
+            if isinstance(result.event, DialogueEvent):
+                if self.episodes:
+                    with stage("episodes"):
+                        result.ops += episode_ops(
+                            state,
+                            result.event,
+                            lineage,
+                            result.ops,
+                            intent=result.intent,
+                            vector=vector,
+                        )
+                with stage("triggers"):
+                    result.ops += self._trigger(state, result, result.event, lineage, vector)
+            elif isinstance(result.event, UserAction):
+                if self.episodes and result.search_query is not None:
+                    with stage("episodes"):
+                        result.ops += search_episode_ops(
+                            result.event, lineage, result.search_query, result.ops, vector=vector
+                        )
+                if result.behaviour is not None and result.behaviour.dead_letter:
+                    result.dead_letter = refused(result.record, result.behaviour)
         return results
+
+    def _trigger(
+        self,
+        state: UserMemoryState,
+        result: IngestResult,
+        event: DialogueEvent,
+        lineage: SourceLineage,
+        vector: Sequence[float] | None,
+    ) -> list[MemoryOperation]:
+        """Decide the turn's trigger (after its own review); a fired one requests a hint."""
+        if result.parsed is None:
+            return []
+        turn = TriggerTurn.from_parsed(result.parsed, event.text, vector)
+        result.trigger = decide(state.triggers, turn, self.triggers)
+        if not result.trigger.triggered:
+            return []
+        request = hint_request(result.trigger, event, current_behaviour(state, event.ts))
+        at = result.ops[0].at if result.ops else event.ts
+        return route(
+            [RequestHint(request)],
+            tenant_id=event.tenant_id,
+            user_id=event.user_id,
+            lineage=lineage,
+            at=at,
+            first_index=len(result.ops),
+        )
 
     def _review(
         self,
@@ -177,7 +240,19 @@ class IngestPipeline:
                 state, result.event, lineage, result.facts, encodings, intent=result.intent
             )
         assert result.event is not None  # noqa: S101  # dead letters never reach review
-        return self.reviewer.apply(state, result.event, lineage, result.facts, encodings)
+        # An action's own facts come first, then its behaviour items (encoded after them).
+        facts = len(result.facts)
+        observed = list(zip(result.items, encodings[facts:], strict=True))
+        clamps = result.behaviour.reasons if result.behaviour is not None else ()
+        return self.reviewer.apply(
+            state,
+            result.event,
+            lineage,
+            result.facts,
+            encodings[:facts],
+            observed=observed,
+            clamps=clamps,
+        )
 
     def _timed(self, stage: str, items: int) -> AbstractContextManager[object]:
         """The stage timer, for a call with work to do (an empty call is no latency)."""
@@ -204,6 +279,19 @@ class IngestPipeline:
                     result.facts = self.crm_extractor(result.event)
                 elif isinstance(result.event, UserAction):
                     result.facts = action_facts(result.event)
+            if isinstance(result.event, UserAction):
+                with stage("behaviour"):
+                    self._observe(result, result.event, state_for(result.event.key))
+
+    def _observe(self, result: IngestResult, action: UserAction, state: UserMemoryState) -> None:
+        """Count the action in the user's behaviour window (erasure is the review's)."""
+        if action.action_type is ActionType.FORGET_USER:
+            return  # state.forget() empties the window with everything else
+        result.behaviour = observe(state.behaviour, action, self.behaviour)
+        if action.action_type is ActionType.SEARCH:
+            admitted = admit(action, self.behaviour)
+            if isinstance(admitted, Admitted):
+                result.search_query = admitted.query
 
     def _extract_turns(
         self, turns: list[IngestResult], state_for: Callable[[str], UserMemoryState]
@@ -213,6 +301,7 @@ class IngestPipeline:
             parsed = self.parser.parse_batch(events)
         for result, turn in zip(turns, parsed, strict=True):
             result.intent = turn.intent
+            result.parsed = turn
         # Turn context is per user and session: extract each user's turns (in
         # offset order) against that user's contexts. Contexts are committed to
         # the state only after every user's turns were extracted, so a failure
@@ -242,19 +331,45 @@ class IngestPipeline:
     ) -> tuple[Mapping[int, list[Encoding | None]], Mapping[int, list[float]]]:
         """Each result's fact encodings, and each turn's MiniLM vector (for its episode)."""
         live = [r for r in results if r.dead_letter is None and not r.replayed]
-        flat = [f for r in live for f in r.facts]
-        turns = (
-            [r for r in live if isinstance(r.event, DialogueEvent) and r.event.text.strip()]
-            if self.episodes
-            else []
-        )
-        texts = [r.event.text for r in turns if isinstance(r.event, DialogueEvent)]
+        # Each result's facts, then its behaviour items' facts (``_review`` splits them).
+        flat = [f for r in live for f in (*r.facts, *(i.fact for i in r.items))]
+        turns = [r for r in live if _text_of(r).strip()] if self.episodes else []
+        texts = [_text_of(r) for r in turns]
         with stage("encode"):
             with self._timed("encode", len(flat) + len(texts)):
                 encoded, turn_vectors = self.encoder.encode_with_texts(flat, texts)
             vectors = iter(encoded)
-            facts = {id(r): [next(vectors) for _ in r.facts] for r in live}
+            facts = {id(r): [next(vectors) for _ in (*r.facts, *r.items)] for r in live}
             return facts, {id(r): v for r, v in zip(turns, turn_vectors, strict=True)}
+
+
+def _text_of(result: IngestResult) -> str:
+    """What an episode keeps whole: a turn's text, a search's query; else nothing."""
+    if isinstance(result.event, DialogueEvent):
+        return result.event.text
+    return result.search_query or ""
+
+
+def refused(record: SourceRecord, observation: Observation) -> DeadLetter:
+    """The dead letter of an action the behaviour window cannot count (no target, no query).
+
+    The action passed its schema, so this is a stage's refusal: a
+    ``processing_error`` of stage ``behaviour`` whose detail is the reason.
+    The action is still applied (its offset recorded), so a redelivery is not
+    dead-lettered again.
+    """
+    reasons = list(observation.reasons)
+    return DeadLetter.wrap(
+        record.value,
+        reason=DeadLetterReason.PROCESSING_ERROR,
+        detail="behaviour refused the action: " + "; ".join(reasons),
+        errors=reasons,
+        topic=record.topic,
+        partition=record.partition,
+        offset=record.offset,
+        key=record.key.decode("utf-8", "replace") if record.key else None,
+        stage="behaviour",
+    )
 
 
 def dead_letter(record: SourceRecord, error: InvalidEvent | StageError) -> DeadLetter:

@@ -24,6 +24,7 @@ from datetime import datetime
 
 from schemas.deadletter import DeadLetter
 from schemas.episodes import Episode
+from schemas.hints import HintRequest
 from schemas.ids import op_id
 from schemas.lineage import SourceLineage
 from schemas.memory import MemoryRecord, Tier
@@ -98,6 +99,13 @@ class OutdateEpisode:
     superseded_by: str | None = None  # the episode of the turn that replaced it
 
 
+@dataclass(frozen=True)
+class RequestHint:
+    """A trigger fired for the turn: the sink recalls for it and publishes a hint."""
+
+    hint: HintRequest
+
+
 Decision = (
     Upsert
     | Close
@@ -108,6 +116,7 @@ Decision = (
     | EraseUser
     | WriteEpisode
     | OutdateEpisode
+    | RequestHint
 )
 
 _ALL_TIERS = [Tier.WORKING, Tier.EPISODIC, Tier.SEMANTIC]
@@ -170,6 +179,8 @@ def _payload(decision: Decision) -> tuple[OpType, dict[str, object]]:
                 "superseded_by": superseded_by,
             }
             return OpType.OUTDATE_EPISODE, {**marks, "tiers": [Tier.EPISODIC]}
+        case RequestHint(hint):
+            return OpType.REQUEST_HINT, {"hint": hint, "tiers": []}
 
 
 def _fact_tiers(record: MemoryRecord) -> list[Tier]:

@@ -13,6 +13,7 @@ from pydantic import BaseModel
 
 from schemas.deadletter import DeadLetter
 from schemas.events import CrmWebhook, DialogueEvent, UserAction
+from schemas.hints import MemoryHint
 from schemas.memory import MemoryRecord
 from schemas.ops import MemoryOperation
 
@@ -24,6 +25,7 @@ MODELS: dict[str, type[BaseModel]] = {
     "crm.webhooks": CrmWebhook,
     "memory.ops": MemoryOperation,
     "memory.dlq": DeadLetter,
+    "memory.hints": MemoryHint,
     "memory.record": MemoryRecord,
 }
 

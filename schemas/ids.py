@@ -32,3 +32,8 @@ def op_id(event_id: str, index: int, kind: str) -> str:
 def episode_id(tenant_id: str, user_id: str, event_id: str) -> str:
     """Id of the episode of one dialogue turn (its source event)."""
     return "e_" + _digest(tenant_id, user_id, event_id)
+
+
+def hint_id(tenant_id: str, user_id: str, event_id: str) -> str:
+    """Id of the hint pushed for one dialogue turn (its source event)."""
+    return "h_" + _digest(tenant_id, user_id, event_id)

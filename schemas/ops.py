@@ -13,6 +13,7 @@ from pydantic import AwareDatetime, Field, model_validator
 
 from schemas._base import Frozen, Identifier, Scalar
 from schemas.episodes import Episode
+from schemas.hints import HintRequest
 from schemas.lineage import SourceLineage
 from schemas.memory import MemoryRecord, Tier
 
@@ -27,6 +28,8 @@ class OpType(StrEnum):
     ERASE_USER = "erase_user"  # forget a user everywhere
     UPSERT_EPISODE = "upsert_episode"  # episodic memory: a content-bearing turn, whole
     OUTDATE_EPISODE = "outdate_episode"  # its fact was superseded: rank it below the new one
+    # Not a store write: the sink runs recall for the turn and publishes a hint.
+    REQUEST_HINT = "request_hint"
 
 
 class WorkingTurn(Frozen):
@@ -54,6 +57,7 @@ _REQUIRED: dict[OpType, tuple[str, ...]] = {
     OpType.ERASE_USER: (),
     OpType.UPSERT_EPISODE: ("episode",),
     OpType.OUTDATE_EPISODE: ("target_fact_id",),
+    OpType.REQUEST_HINT: ("hint",),
 }
 
 
@@ -65,7 +69,9 @@ class MemoryOperation(Frozen):
     op_type: OpType
     tenant_id: Identifier
     user_id: Identifier
-    tiers: list[Tier] = Field(min_length=1)
+    tiers: list[Tier] = Field(
+        description="The tiers written; empty exactly for request_hint, which writes none."
+    )
     lineage: SourceLineage
     at: AwareDatetime = Field(description="Event time of the decision.")
     record: MemoryRecord | None = None
@@ -79,10 +85,16 @@ class MemoryOperation(Frozen):
         default=None, description="outdate_episode: the episode that holds the newer value."
     )
     resolution: Literal["confirmed", "rejected"] | None = None
+    hint: HintRequest | None = Field(
+        default=None, description="request_hint: what fired for the turn, for the sink's recall."
+    )
 
     @model_validator(mode="after")
     def _payload_matches_type(self) -> Self:
         missing = [f for f in _REQUIRED[self.op_type] if getattr(self, f) is None]
         if missing:
             raise ValueError(f"{self.op_type.value} needs {', '.join(missing)}")
+        # A hint request reaches no store writer (they take the ops of their tier).
+        if (self.op_type is OpType.REQUEST_HINT) == bool(self.tiers):
+            raise ValueError("tiers must be empty for request_hint and only for it")
         return self

@@ -14,6 +14,8 @@ CRM_WEBHOOKS: Final = "crm.webhooks"
 MEMORY_OPS: Final = "memory.ops"
 MEMORY_PENDING: Final = "memory.pending"
 MEMORY_DLQ: Final = "memory.dlq"
+# Written by the sink job (not the ingest job): hints pushed to agents.
+MEMORY_HINTS: Final = "memory.hints"
 
 INPUT_MODELS: Final[dict[str, type[DialogueEvent | UserAction | CrmWebhook]]] = {
     DIALOGUE_EVENTS: DialogueEvent,
@@ -22,7 +24,7 @@ INPUT_MODELS: Final[dict[str, type[DialogueEvent | UserAction | CrmWebhook]]] = 
 }
 INPUT_TOPICS: Final = tuple(INPUT_MODELS)
 OUTPUT_TOPICS: Final = (MEMORY_OPS, MEMORY_PENDING, MEMORY_DLQ)
-ALL_TOPICS: Final = INPUT_TOPICS + OUTPUT_TOPICS
+ALL_TOPICS: Final = (*INPUT_TOPICS, *OUTPUT_TOPICS, MEMORY_HINTS)
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,6 +68,10 @@ class Topics:
     @property
     def dlq(self) -> str:
         return self.namespace + MEMORY_DLQ
+
+    @property
+    def hints(self) -> str:
+        return self.namespace + MEMORY_HINTS
 
     @property
     def inputs(self) -> list[str]:

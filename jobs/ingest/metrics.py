@@ -31,12 +31,24 @@ from datetime import UTC, datetime
 from prometheus_client import Counter, Histogram
 
 from jobs.ingest.stages import Batch
+from pipelines.ingest import IngestResult
 from pipelines.route import outputs
 from schemas.memory import ReviewStage
 from schemas.ops import MemoryOperation, OpType
 
 OUTCOMES = ("committed", "pending", "skipped", "held", "merged", "superseded")
 STAGES = ("parse", "extract", "encode", "review")
+# Retrieval-trigger reasons (pipelines/triggers/model.py TriggerReason) and the
+# behaviour window's outcomes (pipelines/behaviour/stage.py Outcome).
+TRIGGER_REASONS = ("explicit", "implicit", "too_few_signals", "chit_chat", "not_user", "stale")
+BEHAVIOUR_OUTCOMES = ("counted", "duplicate", "late", "not_counted", "rejected")
+# The predictive stages' cap counters (UserMemoryState.all_counters): what a
+# flood of one user's actions or sessions pushed out to stay bounded.
+_CAP_COUNTERS = {
+    "behaviour_evicted": "window_events",
+    "behaviour_expired": "window_expired",
+    "trigger_sessions_evicted": "trigger_sessions",
+}
 # Review counters (pipelines/review) of facts dropped without an operation.
 _SKIP_COUNTERS = ("skipped", "impossible")
 
@@ -83,12 +95,48 @@ EVENT_TIME_LAG_SECONDS = Histogram(
     buckets=(0.1, 0.8, 3.2, 15, 60, 300, 3600, 21600, 86400, 604800),
 )
 
+TRIGGER_DECISIONS = Counter(
+    "memstream_ingest_trigger_decisions_total",
+    "Retrieval-trigger decisions on dialogue turns, by reason (explicit and implicit fire).",
+    ["reason"],
+)
+TRIGGER_SIGNALS = Counter(
+    "memstream_ingest_trigger_signals_total",
+    "Trigger signals that fired on user turns (also when too few fired to trigger).",
+    ["signal"],
+)
+BEHAVIOUR_ACTIONS = Counter(
+    "memstream_ingest_behaviour_actions_total",
+    "User actions the behaviour window saw, by outcome.",
+    ["outcome"],
+)
+BEHAVIOUR_CLAMPS = Counter(
+    "memstream_ingest_behaviour_clamps_total",
+    "Action values the behaviour window clamped (negative or absurd dwell, long queries).",
+)
+BEHAVIOUR_ITEMS = Counter(
+    "memstream_ingest_behaviour_items_total",
+    "Behaviour items (interests, purchases after views, search drifts) sent to review.",
+)
+PREDICTIVE_DROPPED = Counter(
+    "memstream_ingest_predictive_dropped_total",
+    "What the predictive stages' caps dropped: window events over MAX_EVENTS, events "
+    "expired from the window, trigger sessions over MAX_SESSIONS.",
+    ["what"],
+)
+
 # Every label value exists from the start, so a rate() over a fresh process
 # reads 0 rather than nothing.
 for _stage in STAGES:
     STAGE_SECONDS.labels(stage=_stage)
 for _outcome in OUTCOMES:
     REVIEW_OUTCOMES.labels(outcome=_outcome)
+for _reason in TRIGGER_REASONS:
+    TRIGGER_DECISIONS.labels(reason=_reason)
+for _outcome in BEHAVIOUR_OUTCOMES:
+    BEHAVIOUR_ACTIONS.labels(outcome=_outcome)
+for _what in _CAP_COUNTERS.values():
+    PREDICTIVE_DROPPED.labels(what=_what)
 
 
 def time_stage(stage: str) -> AbstractContextManager[object]:
@@ -127,9 +175,29 @@ def observe_batch(batch: Batch, produced_at: datetime) -> None:
             END_TO_END_SECONDS.observe(max(0.0, (produced_at - read_at).total_seconds()))
         if result.dead_letter is not None:
             DEAD_LETTERS.labels(reason=result.dead_letter.reason.value).inc()
+        _observe_predictive(result)
     skipped = sum(batch.counted(name) for name in _SKIP_COUNTERS)
     if skipped:
         REVIEW_OUTCOMES.labels(outcome="skipped").inc(skipped)
+    for counter, what in _CAP_COUNTERS.items():
+        dropped = batch.counted(counter)
+        if dropped:
+            PREDICTIVE_DROPPED.labels(what=what).inc(dropped)
+
+
+def _observe_predictive(result: IngestResult) -> None:
+    """A record's trigger decision or behaviour observation, if it had one."""
+    if result.trigger is not None:
+        TRIGGER_DECISIONS.labels(reason=result.trigger.reason.value).inc()
+        for signal in result.trigger.signals:
+            TRIGGER_SIGNALS.labels(signal=signal.name.value).inc()
+    seen = result.behaviour
+    if seen is not None:
+        BEHAVIOUR_ACTIONS.labels(outcome=seen.outcome.value).inc()
+        if seen.outcome.value == "counted" and seen.reasons:
+            BEHAVIOUR_CLAMPS.inc(len(seen.reasons))
+        if seen.items:
+            BEHAVIOUR_ITEMS.inc(len(seen.items))
 
 
 def broker_time(timestamp: float | None) -> datetime:

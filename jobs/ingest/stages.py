@@ -76,6 +76,8 @@ def load_pipeline(settings: Settings, *, stage_timer: StageTimer = untimed) -> I
         encoder=Encoder.load(transe_dir if transe_dir.is_dir() else None),
         reviewer=Reviewer(settings.review, load_rules(settings.review_rules or RULES_FILE)),
         stage_timer=stage_timer,
+        triggers=settings.triggers,
+        behaviour=settings.behaviour,
     )
 
 
@@ -95,7 +97,7 @@ class Batch:
     results: list[IngestResult]
     states: dict[str, UserMemoryState] = field(default_factory=dict)
     isolated: bool = False  # the batch failed as a whole and ran record by record
-    # Each state's review counters (skipped, pending, ...) when it was loaded.
+    # Each state's counters (review, behaviour_*, trigger_*) when it was loaded.
     counters_at_load: dict[str, dict[str, int]] = field(default_factory=dict)
     # Filled by run_batch once everything serialised: per result, its messages;
     # per touched state, its snapshot and the engine's encoding of it. The
@@ -105,9 +107,9 @@ class Batch:
     encoded: dict[str, object] = field(default_factory=dict)
 
     def counted(self, name: str) -> int:
-        """How much the batch added to the review counter ``name`` over all its states."""
+        """What the batch added to counter ``name`` over its states (``all_counters``)."""
         return sum(
-            state.counters.get(name, 0) - self.counters_at_load[key].get(name, 0)
+            state.all_counters().get(name, 0) - self.counters_at_load[key].get(name, 0)
             for key, state in self.states.items()
         )
 
@@ -209,7 +211,7 @@ def _state_source(
         if state is None:
             state = load_state(key) or pipeline.reviewer.new_state()
             batch.states[key] = state
-            batch.counters_at_load[key] = dict(state.counters)
+            batch.counters_at_load[key] = state.all_counters()
         return state
 
     return state_for

@@ -17,9 +17,11 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import NamedTuple
 
+from pipelines.behaviour import BehaviourItem
 from pipelines.review.commit import commit
 from pipelines.review.config import ReviewConfig
 from pipelines.review.gate import Gate, hitl
+from pipelines.review.observed import review_observed
 from pipelines.review.pending import hold, resolve_action, reviewer_of
 from pipelines.review.rules import Contradiction, ReviewRules, attribute, load_rules
 from pipelines.review.state import PendingCause, UserMemoryState, same_statement
@@ -76,13 +78,21 @@ class Reviewer:
         encodings: Sequence[Encoding | None] | None = None,
         *,
         intent: str | None = None,
+        observed: Sequence[tuple[BehaviourItem, Encoding | None]] = (),
+        clamps: Sequence[str] = (),
     ) -> list[MemoryOperation]:
-        """Dispatch any input event to its entry point (``intent``: a turn's, if parsed)."""
+        """Dispatch any input event to its entry point.
+
+        ``intent``: a turn's, if parsed; ``observed`` and ``clamps``: an action's
+        behaviour items and what the window clamped (``on_action``).
+        """
         match event:
             case DialogueEvent():
                 return self.on_dialogue(state, event, lineage, facts, encodings, intent=intent)
             case UserAction():
-                return self.on_action(state, event, lineage, facts, encodings)
+                return self.on_action(
+                    state, event, lineage, facts, encodings, observed=observed, clamps=clamps
+                )
             case CrmWebhook():
                 return self.on_crm(state, event, lineage, facts, encodings)
 
@@ -131,8 +141,16 @@ class Reviewer:
         lineage: SourceLineage,
         facts: Sequence[ExtractedFact] = (),
         encodings: Sequence[Encoding | None] | None = None,
+        *,
+        observed: Sequence[tuple[BehaviourItem, Encoding | None]] = (),
+        clamps: Sequence[str] = (),
     ) -> list[MemoryOperation]:
-        """A user action: confirm/reject a pending item, forget the user, or facts."""
+        """A user action: confirm/reject a pending item, forget the user, or facts.
+
+        ``observed`` are the behaviour items the action completed, with their
+        encodings (``clamps``: what the window clamped of the action); they
+        pass the gate as observations (pipelines/review/observed.py).
+        """
         reviewer = (
             reviewer_of(event)
             if event.action_type in (ActionType.CONFIRM_MEMORY, ActionType.REJECT_MEMORY)
@@ -153,7 +171,9 @@ class Reviewer:
                     state.forget()
                     return [EraseUser()]
                 case _:
-                    return self._review_all(state, facts, encodings, lineage, at)
+                    decisions = self._review_all(state, facts, encodings, lineage, at)
+                    seen = review_observed(self.config, state, observed, lineage, at, clamps)
+                    return decisions + seen
 
         return self._once(state, event, lineage, decide)
 
@@ -170,7 +190,7 @@ class Reviewer:
         if state.already_applied(lineage):
             return []  # no state change either: a replay leaves the state as it was
         at = self._clock() if self._clock is not None else event.ts
-        before = state.copy()
+        before = state.copy(predictive=False)
         try:
             state.expire(at)
             ops = route(

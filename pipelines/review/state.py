@@ -26,7 +26,9 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
+from pipelines.behaviour.window import BehaviourWindow
 from pipelines.review.rules import attribute
+from pipelines.triggers.state import TriggerState
 from pipelines.vocabulary import PredicateSpec, default_vocabulary
 from schemas.lineage import SourceLineage
 from schemas.memory import MemoryRecord, Polarity, Tier
@@ -188,6 +190,11 @@ class UserMemoryState:
         # The last turn of each session as [role, text]: what a short answer answers
         # (pipelines/episodes.py). Same sessions and LRU order as ``dialogue``.
         self.last_turns: dict[str, list[str]] = {}
+        # The predictive stages' keyed state (pipelines/triggers, pipelines/behaviour),
+        # in the same snapshot so both engines checkpoint it with the rest: a crash
+        # and restart counts nothing twice, a redelivered turn gets its first decision.
+        self.triggers = TriggerState()
+        self.behaviour = BehaviourWindow()
 
     # -- exactly-once bookkeeping -------------------------------------------
     @staticmethod
@@ -220,6 +227,12 @@ class UserMemoryState:
     def count(self, name: str, n: int = 1) -> None:
         """Add to a named counter (skipped, held, merged, ...)."""
         self.counters[name] = self.counters.get(name, 0) + n
+
+    def all_counters(self) -> dict[str, int]:
+        """The review's counters plus the predictive stages' (``behaviour_*``, ``trigger_*``)."""
+        behaviour = {f"behaviour_{k}": v for k, v in self.behaviour.counters.items()}
+        evicted = {"trigger_sessions_evicted": self.triggers.sessions_evicted}
+        return {**self.counters, **behaviour, **evicted}
 
     # -- version chains ------------------------------------------------------
     def current(self, at: datetime) -> Iterator[MemoryRecord]:
@@ -300,12 +313,23 @@ class UserMemoryState:
         self.pending.clear()
         self.dialogue.clear()
         self.last_turns.clear()
+        # What the user did and said is memory too (the window's own counters stay).
+        self.triggers = TriggerState(sessions_evicted=self.triggers.sessions_evicted)
+        self.behaviour.erase()
 
     # -- copy / rollback ----------------------------------------------------
-    def copy(self) -> UserMemoryState:
-        """A cheap copy: the containers are new, the frozen records are shared."""
+    def copy(self, *, predictive: bool = True) -> UserMemoryState:
+        """A cheap copy: the containers are new, the frozen records are shared.
+
+        ``predictive=False`` shares the trigger state and behaviour window
+        instead of copying them: the review's own rollback (which never
+        changes them) need not pay for their copy on every event.
+        """
         other = UserMemoryState(max_chains=self.max_chains, max_pending=self.max_pending)
         other.rollback(self)
+        if predictive:
+            other.triggers = TriggerState.from_dict(self.triggers.to_dict())
+            other.behaviour = BehaviourWindow.from_dict(self.behaviour.to_dict())
         return other
 
     def rollback(self, saved: UserMemoryState) -> None:
@@ -318,6 +342,8 @@ class UserMemoryState:
         self.counters = dict(saved.counters)
         self.dialogue = dict(saved.dialogue)
         self.last_turns = dict(saved.last_turns)
+        self.triggers = saved.triggers
+        self.behaviour = saved.behaviour
 
     # -- snapshot / restore --------------------------------------------------
     def snapshot(self) -> dict[str, Any]:
@@ -334,6 +360,8 @@ class UserMemoryState:
             "counters": dict(self.counters),
             "dialogue": dict(self.dialogue),
             "last_turns": dict(self.last_turns),
+            "triggers": self.triggers.to_dict(),
+            "behaviour": self.behaviour.to_dict(),
         }
 
     @classmethod
@@ -358,6 +386,9 @@ class UserMemoryState:
         state.dialogue = dict(data.get("dialogue", {}))
         # Absent from snapshots written before episodes: no previous turn known.
         state.last_turns = {k: list(v) for k, v in data.get("last_turns", {}).items()}
+        # Absent from snapshots written before the predictive stages: they start empty.
+        state.triggers = TriggerState.from_dict(data.get("triggers", {}))
+        state.behaviour = BehaviourWindow.from_dict(data.get("behaviour", {}))
         return state
 
 

@@ -179,8 +179,10 @@ class UnwritableOpReviewer(Reviewer):
         super().__init__()
         self.offset = offset
 
-    def apply(self, state: UserMemoryState, event: Any, lineage: Any, *args: Any) -> Any:
-        ops = super().apply(state, event, lineage, *args)
+    def apply(
+        self, state: UserMemoryState, event: Any, lineage: Any, *args: Any, **kwargs: Any
+    ) -> Any:
+        ops = super().apply(state, event, lineage, *args, **kwargs)
         if lineage.offset != self.offset:
             return ops
         return [BadOp.model_validate(op.model_dump()) for op in ops]
