@@ -70,36 +70,49 @@ def _column(name: str) -> str:
 # converges on the record.
 _PROPS = ", ".join(f"{name}: {_column(name)}" for name in FACT_COLUMNS[2:])
 
-# One row per fact version, in operation order. A version already stored is
-# updated in place; its valid_until only ever goes from open to a time (a
-# replayed upsert of a closed version does not re-open it). A Fact node of
-# another tenant with the same id is left untouched (the WHERE after the MERGE).
-# A version already stored with the same user, subject, object and supersedes
-# (a close, a replay) already has its links: they were merged in the statement
-# that set those properties, and only an erase removes them, with the version.
+# One row per fact version: the writer folds a chunk's writes of one version
+# into one row (connectors/neo4j_memory.py), so no two rows name the same node.
+# A version already stored is updated in place; its valid_until only ever goes
+# from open to a time (a replayed upsert of a closed version does not re-open
+# it). A Fact node of another tenant with the same id is left untouched (the
+# WHERE after the MERGE). A version already stored with the same user, subject,
+# object and supersedes (a close, a replay) already has its links: they were
+# merged in the statement that set those properties, and only an erase removes
+# them, with the version. A node this statement creates (no user_id yet) has no
+# relationship at all, so its HAS_FACT and ABOUT links are CREATEd: a MERGE would
+# look for them first and lock both ends.
 # Then, once every row is written (the aggregation is a barrier), each new
 # version is linked to the one it supersedes, in both directions so the order
-# in which the two versions arrive does not matter. One statement: one round trip.
+# in which the two versions arrive does not matter; those stay MERGEs, as two
+# new versions of one chain in one statement would each link the pair.
+# One statement: one round trip.
 WRITE_FACTS = f"""
 UNWIND $rows AS r
 WITH r, {{{_PROPS}}} AS props
 MERGE (f:Fact {{ns: $ns, fact_id: r[0]}})
   ON CREATE SET f.tenant_id = props.tenant_id
 WITH f, r, props WHERE f.tenant_id = props.tenant_id
-WITH f, r, props, coalesce(
+WITH f, r, props, f.user_id IS NULL AS created, coalesce(
   f.user_id = props.user_id AND f.subject = props.subject AND f.object = props.object
   AND coalesce(f.supersedes, '') = coalesce(props.supersedes, ''), false) AS linked
 SET f += props, f.valid_until = coalesce({_column("valid_until")}, f.valid_until)
-WITH f, r, props, linked
-CALL (f, props, linked) {{
-  WITH f, props WHERE NOT linked
+WITH f, r, props, created, linked
+CALL (f, props, created, linked) {{
+  WITH f, props, created WHERE NOT linked
   MERGE (u:User {{ns: $ns, tenant_id: props.tenant_id, user_id: props.user_id}})
-  MERGE (u)-[:HAS_FACT]->(f)
   MERGE (s:Entity {{ns: $ns, tenant_id: props.tenant_id, name: props.subject}})
-  MERGE (f)-[:ABOUT {{role: 'subject'}}]->(s)
+  FOREACH (_ IN CASE WHEN created THEN [1] ELSE [] END |
+    CREATE (u)-[:HAS_FACT]->(f)
+    CREATE (f)-[:ABOUT {{role: 'subject'}}]->(s))
+  FOREACH (_ IN CASE WHEN created THEN [] ELSE [1] END |
+    MERGE (u)-[:HAS_FACT]->(f)
+    MERGE (f)-[:ABOUT {{role: 'subject'}}]->(s))
   FOREACH (name IN CASE WHEN props.object = '' THEN [] ELSE [props.object] END |
     MERGE (o:Entity {{ns: $ns, tenant_id: props.tenant_id, name: name}})
-    MERGE (f)-[:ABOUT {{role: 'object'}}]->(o))
+    FOREACH (_ IN CASE WHEN created THEN [1] ELSE [] END |
+      CREATE (f)-[:ABOUT {{role: 'object'}}]->(o))
+    FOREACH (_ IN CASE WHEN created THEN [] ELSE [1] END |
+      MERGE (f)-[:ABOUT {{role: 'object'}}]->(o)))
 }}
 WITH collect(CASE WHEN linked THEN null ELSE r END) AS fresh
 UNWIND fresh AS r

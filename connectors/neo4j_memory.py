@@ -133,6 +133,45 @@ def _hit(node: Mapping[str, Any]) -> SearchHit:
     )
 
 
+def _links(record: MemoryRecord) -> tuple[str, str, str, str, str | None]:
+    """What a version's node is linked by (its owner, entities and predecessor)."""
+    return (record.tenant_id, record.user_id, record.subject, record.object, record.supersedes)
+
+
+class _Run:
+    """A run of fact writes for one WRITE_FACTS statement, one row per version.
+
+    Several writes of one version in a chunk (an upsert, then its close) fold
+    into one row, as applying them one by one would leave the node: the later
+    write's properties, a close never undone. So the statement writes each node
+    once, and no two of its rows name the same node (which lets it CREATE the
+    links of the nodes it creates). A write that cannot fold, one of the same id
+    linked otherwise (another tenant, user, subject, object or predecessor),
+    needs a statement of its own after this one.
+    """
+
+    def __init__(self) -> None:
+        self.records: dict[str, MemoryRecord] = {}
+
+    def add(self, record: MemoryRecord) -> list[list[Any]]:
+        """Fold ``record`` into the run; the rows of the run it ends, if it cannot fold."""
+        earlier = self.records.get(record.fact_id)
+        if earlier is not None and _links(earlier) != _links(record):
+            ended = self.take()
+            self.records[record.fact_id] = record
+            return ended
+        if earlier is not None and record.valid_until is None and earlier.valid_until is not None:
+            record = record.model_copy(update={"valid_until": earlier.valid_until})
+        self.records[record.fact_id] = record  # a folded write keeps the first one's place
+        return []
+
+    def take(self) -> list[list[Any]]:
+        """The run's rows; the run is empty afterwards."""
+        rows = [_row(record) for record in self.records.values()]
+        self.records = {}
+        return rows
+
+
 class Neo4jMemory(BatchingSink):
     """Writer and reader of the semantic tier."""
 
@@ -206,23 +245,22 @@ class Neo4jMemory(BatchingSink):
     def _apply_in(
         self, tx: neo4j.ManagedTransaction, ops: Sequence[MemoryOperation]
     ) -> list[tuple[MemoryOperation, int]]:
-        """One transaction: consecutive fact writes go as one UNWIND; an erase splits them.
+        """One transaction: runs of fact writes go as one UNWIND each; an erase splits them.
 
         Returns each erase with the nodes it deleted (user, fact versions, orphaned entities).
         """
-        rows: list[list[Any]] = []
+        run = _Run()
         erased: list[tuple[MemoryOperation, int]] = []
         for op in ops:
             if op.op_type is OpType.ERASE_USER:
-                self._write_rows(tx, rows)
-                rows = []
+                self._write_rows(tx, run.take())
                 params = {"ns": self.namespace, "tenant_id": op.tenant_id, "user_id": op.user_id}
                 summary = tx.run(cypher.ERASE_USER, params).consume()
                 erased.append((op, summary.counters.nodes_deleted))
             elif op.op_type in (OpType.UPSERT_FACT, OpType.CLOSE_FACT) and op.record:
-                rows.append(_row(op.record))
+                self._write_rows(tx, run.add(op.record))  # a run it ends, if any
             # Pending items, turns and statuses live in Redis only.
-        self._write_rows(tx, rows)
+        self._write_rows(tx, run.take())
         return erased
 
     def _write_rows(self, tx: neo4j.ManagedTransaction, rows: list[list[Any]]) -> None:

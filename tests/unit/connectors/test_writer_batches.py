@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta, timezone
 
 from connectors import neo4j_cypher as cypher
 from connectors.chroma_episodes import EpisodeChange, _fold, changed_keys
-from connectors.neo4j_memory import _row
+from connectors.neo4j_memory import _row, _Run
 from schemas.episodes import Episode
 from schemas.events import Role
 from schemas.lineage import SourceLineage
@@ -100,6 +100,56 @@ def test_a_neo4j_row_follows_the_columns_with_times_in_utc() -> None:
     # Every column but the two written apart is a property the statement sets.
     for name in cypher.FACT_COLUMNS[2:]:
         assert f"{name}: " in cypher.WRITE_FACTS
+
+
+def version(fact_id: str, **update: object) -> MemoryRecord:
+    record = MemoryRecord(
+        fact_id=fact_id,
+        chain_id="c1",
+        tenant_id="t",
+        user_id="u",
+        subject="user",
+        predicate="phone",
+        object="555",
+        kind=MemoryKind.FACT,
+        text="user phone 555",
+        confidence=0.9,
+        valid_from=T0,
+        recorded_at=T0,
+        lineage=SourceLineage(topic="dialogue.events", partition=0, offset=0, event_id="e"),
+    )
+    return record.model_copy(update=update)
+
+
+def columns(rows: list[list[object]]) -> list[tuple[object, ...]]:
+    """(fact_id, valid_until, confidence) of each row."""
+    at = cypher.FACT_COLUMNS.index
+    return [(r[0], r[at("valid_until")], r[at("confidence")]) for r in rows]
+
+
+def test_a_run_writes_each_version_once_later_values_and_closes_kept() -> None:
+    run = _Run()
+    closed_at = "2026-01-06T09:00:00+00:00"
+    assert run.add(version("f1")) == []
+    assert run.add(version("f2")) == []
+    assert run.add(version("f1", valid_until=T0 + timedelta(days=1))) == []  # its close
+    assert run.add(version("f1", confidence=0.7)) == []  # a later, open write
+    assert columns(run.take()) == [("f1", closed_at, 0.7), ("f2", None, 0.9)]
+    assert run.take() == []
+
+
+def test_a_write_of_the_same_id_linked_otherwise_ends_the_run() -> None:
+    run = _Run()
+    run.add(version("f1"))
+    run.add(version("f2"))
+    # Another tenant's write with the same id needs a statement of its own, after.
+    ended = run.add(version("f1", tenant_id="other", confidence=0.1))
+    assert columns(ended) == [("f1", None, 0.9), ("f2", None, 0.9)]
+    assert columns(run.take()) == [("f1", None, 0.1)]
+    for links in ({"user_id": "v"}, {"subject": "x"}, {"object": "7"}, {"supersedes": "f0"}):
+        run.add(version("f1"))
+        assert columns(run.add(version("f1", **links))) == [("f1", None, 0.9)]
+        run.take()
 
 
 def test_the_neo4j_driver_packs_parameters_in_rust() -> None:
