@@ -10,18 +10,25 @@ For each store, in one run against the real services:
   the writer's tier (the writer skips the rest), so working-memory traffic does not
   inflate the rate;
 - ``mix replay``       — the same mix again;
-- ``writer op-by-op``  — the connector with chunk size 1 (a smaller sample);
+- ``writer op-by-op``  — the connector with chunk size 1, on versions of its own
+  (a smaller sample, once);
 - ``baseline``         — the plainest insert of the same data in the same chunks:
-  pipelined HSET (Redis), ``collection.add`` (Chroma), ``UNWIND … CREATE`` (Neo4j).
-  Chroma's baseline adds the distinct versions only (the writer's CLOSE operations
-  update versions it already holds), so its ops column is smaller.
+  pipelined HSET (Redis), ``collection.add`` with the vectors given (Chroma),
+  ``UNWIND … CREATE`` (Neo4j). Chroma's baseline adds the distinct versions only
+  (the writer's CLOSE operations update versions it already holds), so its ops
+  column is smaller.
 
 The fact operations form version chains of 4 (each new version closes the last),
 the working-memory ones are 4 turns per status update, over 20 users.
 
+The machine is shared and its load moves within seconds, so the Chroma and Neo4j
+rows run ``--rounds`` times (each round on tenants of its own, its baseline
+right after its writer rows) and the table gives the median round, the slowest
+and fastest, and the load average before and after.
+
 Run (services from ``memstream infra up``)::
 
-    python benchmarks/bench_writers.py [--ops 2000] [--chunk 256]
+    python benchmarks/bench_writers.py [--ops 2000] [--chunk 256] [--rounds 3]
 
 Everything the run writes lives under a random tenant and is removed at the end.
 """
@@ -30,6 +37,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import tempfile
 import time
 import uuid
@@ -69,6 +77,25 @@ class Row:
     ops: int
     seconds: float
     fed: int | None = None  # operations given to the writer, when more than ``ops``
+    rounds: tuple[float, ...] = ()  # every round's seconds, when there were several
+
+
+def medians(rows: Sequence[Row]) -> list[Row]:
+    """One row per (store, method), in first-seen order, at the median of its rounds."""
+    grouped: dict[tuple[str, str], list[Row]] = {}
+    for row in rows:
+        grouped.setdefault((row.store, row.method), []).append(row)
+    return [
+        Row(
+            first.store,
+            first.method,
+            first.ops,
+            float(np.median([r.seconds for r in same])),
+            first.fed,
+            tuple(r.seconds for r in same),
+        )
+        for first, same in ((same[0], same) for same in grouped.values())
+    ]
 
 
 def _lineage(i: int) -> SourceLineage:
@@ -331,9 +358,8 @@ def bench_redis(url: str, tenant: str, n: int, small: int, chunk: int) -> list[R
 
 
 def bench_chroma(
-    tenant: str, n: int, small: int, chunk: int, rng: np.random.Generator
+    tenant: str, n: int, small: int, chunk: int, rng: np.random.Generator, rounds: int
 ) -> list[Row]:
-    ops = fact_ops(tenant, n, rng)
     with tempfile.TemporaryDirectory(prefix="bench-chroma-") as path:
         client = chromadb.PersistentClient(path=path, settings=Settings(anonymized_telemetry=False))
         embedding = MiniLMEmbeddingFunction()
@@ -343,52 +369,95 @@ def bench_chroma(
                 client, embedding_function=embedding, chunk_size=size, latency_budget_s=math.inf
             )
 
-        plain = client.get_or_create_collection(
-            "bench-plain",
-            configuration={"hnsw": {"space": "cosine"}},
-            # chromadb types this as EmbeddingFunction[Embeddable] (invariant); ours
-            # embeds Documents, which is all a text collection needs.
-            embedding_function=embedding,  # type: ignore[arg-type]
-        )
-        records = [
-            op.record
-            for op in ops
-            if op.record and op.record.encoding and op.op_type is OpType.UPSERT_FACT
-        ]
-
-        def baseline() -> None:
-            for part in chunks(records, chunk):
-                vectors: list[Sequence[float]] = [r.encoding.combined for r in part if r.encoding]
-                plain.add(
-                    ids=[r.fact_id for r in part],
-                    embeddings=vectors,
-                    metadatas=[{"tenant": r.tenant_id, "user": r.user_id} for r in part],
-                    documents=[r.text for r in part],
-                )
-
-        mix = mixed_ops(tenant + "-mix", n, rng)
-        mine = tier_ops(mix, Tier.EPISODIC)
         warm_up(sink(chunk), tenant, chunk, rng)
-        return [
-            timed("chroma", "writer batched", n, drive(sink(chunk), ops, chunk)),
-            timed("chroma", "writer replay", n, drive(sink(chunk), ops, chunk)),
-            timed("chroma", "mix batched", mine, drive(sink(chunk), mix, chunk), len(mix)),
-            timed("chroma", "mix replay", mine, drive(sink(chunk), mix, chunk), len(mix)),
-            timed("chroma", "writer op-by-op", small, drive(sink(1), ops[:small], 1)),
-            timed("chroma", f"baseline add ({len(records)} items)", len(records), baseline),
-        ]
+        rows: list[Row] = []
+        for k in range(rounds):
+            rows += _chroma_round(client, sink, f"{tenant}-r{k}", n, chunk, rng)
+        single = fact_ops(tenant + "-single", small, rng)
+        rows.append(timed("chroma", "writer op-by-op", small, drive(sink(1), single, 1)))
+        return medians(rows)
+
+
+def _chroma_round(
+    client: chromadb.ClientAPI,
+    sink: Callable[[int], ChromaMemory],
+    tenant: str,
+    n: int,
+    chunk: int,
+    rng: np.random.Generator,
+) -> list[Row]:
+    """One round on tenants of its own: the writer's rows, then the baseline's."""
+    ops = fact_ops(tenant, n, rng)
+    # Vectors given, as the writer's: the collection embeds nothing.
+    plain = client.get_or_create_collection(
+        f"plain-{tenant}", configuration={"hnsw": {"space": "cosine"}}, embedding_function=None
+    )
+    records = [
+        op.record
+        for op in ops
+        if op.record and op.record.encoding and op.op_type is OpType.UPSERT_FACT
+    ]
+
+    def baseline() -> None:
+        for part in chunks(records, chunk):
+            vectors: list[Sequence[float]] = [r.encoding.combined for r in part if r.encoding]
+            plain.add(
+                ids=[r.fact_id for r in part],
+                embeddings=vectors,
+                metadatas=[{"tenant": r.tenant_id, "user": r.user_id} for r in part],
+                documents=[r.text for r in part],
+            )
+
+    mix = mixed_ops(tenant + "-mix", n, rng)
+    mine = tier_ops(mix, Tier.EPISODIC)
+    return [
+        timed("chroma", "writer batched", n, drive(sink(chunk), ops, chunk)),
+        timed("chroma", "writer replay", n, drive(sink(chunk), ops, chunk)),
+        timed("chroma", "mix batched", mine, drive(sink(chunk), mix, chunk), len(mix)),
+        timed("chroma", "mix replay", mine, drive(sink(chunk), mix, chunk), len(mix)),
+        timed("chroma", f"baseline add ({len(records)} items)", len(records), baseline),
+    ]
 
 
 def bench_neo4j(
-    uri: str, tenant: str, n: int, small: int, chunk: int, rng: np.random.Generator
+    uri: str, tenant: str, n: int, small: int, chunk: int, rng: np.random.Generator, rounds: int
 ) -> list[Row]:
-    ops = fact_ops(tenant, n, rng)
-    driver = neo4j.GraphDatabase.driver(uri)
+    driver = neo4j.GraphDatabase.driver(uri, notifications_min_severity="OFF")
 
     def sink(size: int) -> Neo4jMemory:
         return Neo4jMemory(driver, chunk_size=size, latency_budget_s=math.inf)
 
     sink(chunk).setup()
+    warm_up(sink(chunk), tenant, chunk, rng)
+    owners = [tenant + "-warm", tenant + "-single"]
+    rows: list[Row] = []
+    for k in range(rounds):
+        owner = f"{tenant}-r{k}"
+        owners += [owner, owner + "-mix"]
+        rows += _neo4j_round(driver, sink, owner, n, chunk, rng)
+    single = fact_ops(tenant + "-single", small, rng)
+    rows.append(timed("neo4j", "writer op-by-op", small, drive(sink(1), single, 1)))
+    erase = [
+        _op(OpType.ERASE_USER, 0, 100 + u, owner, f"u{u}", T0)
+        for owner in owners
+        for u in range(USERS)
+    ]
+    drive(sink(chunk), erase, chunk)()
+    driver.execute_query("MATCH (f:BenchFact) WHERE f.tenant_id IN $t DELETE f", t=owners)
+    driver.close()
+    return medians(rows)
+
+
+def _neo4j_round(
+    driver: neo4j.Driver,
+    sink: Callable[[int], Neo4jMemory],
+    tenant: str,
+    n: int,
+    chunk: int,
+    rng: np.random.Generator,
+) -> list[Row]:
+    """One round on tenants of its own: the writer's rows, then the baseline's."""
+    ops = fact_ops(tenant, n, rng)
     rows_of = [
         {"tenant_id": tenant, "fact_id": op.record.fact_id, "text": op.record.text}
         for op in ops
@@ -403,24 +472,13 @@ def bench_neo4j(
 
     mix = mixed_ops(tenant + "-mix", n, rng)
     mine = tier_ops(mix, Tier.SEMANTIC)
-    warm_up(sink(chunk), tenant, chunk, rng)
-    rows = [
+    return [
         timed("neo4j", "writer batched", n, drive(sink(chunk), ops, chunk)),
         timed("neo4j", "writer replay", n, drive(sink(chunk), ops, chunk)),
         timed("neo4j", "mix batched", mine, drive(sink(chunk), mix, chunk), len(mix)),
         timed("neo4j", "mix replay", mine, drive(sink(chunk), mix, chunk), len(mix)),
-        timed("neo4j", "writer op-by-op", small, drive(sink(1), ops[:small], 1)),
         timed("neo4j", "baseline UNWIND CREATE", n, baseline),
     ]
-    erase = [
-        _op(OpType.ERASE_USER, 0, 100 + u, owner, f"u{u}", T0)
-        for owner in (tenant, tenant + "-mix", tenant + "-warm")
-        for u in range(USERS)
-    ]
-    drive(sink(chunk), erase, chunk)()
-    driver.execute_query("MATCH (f:BenchFact {tenant_id: $t}) DELETE f", t=tenant)
-    driver.close()
-    return rows
 
 
 def main() -> None:
@@ -431,33 +489,66 @@ def main() -> None:
     parser.add_argument("--ops", type=int, default=2000)
     parser.add_argument("--op-by-op", type=int, default=200, help="ops in the chunk-1 sample")
     parser.add_argument("--chunk", type=int, default=256)
+    parser.add_argument(
+        "--rounds", type=int, default=3, help="rounds of the Chroma and Neo4j rows (median kept)"
+    )
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--stores", nargs="+", default=["redis", "chroma", "neo4j"])
     args = parser.parse_args()
+    if args.rounds < 1:
+        parser.error("--rounds must be at least 1")
 
     tenant = f"bench-{uuid.uuid4().hex[:8]}"
     rng = np.random.default_rng(args.seed)
     benches: dict[str, Callable[[], list[Row]]] = {
         "redis": lambda: bench_redis(args.redis_url, tenant, args.ops, args.op_by_op, args.chunk),
-        "chroma": lambda: bench_chroma(tenant, args.ops, args.op_by_op, args.chunk, rng),
+        "chroma": lambda: bench_chroma(
+            tenant, args.ops, args.op_by_op, args.chunk, rng, args.rounds
+        ),
         "neo4j": lambda: bench_neo4j(
-            args.neo4j_uri, tenant, args.ops, args.op_by_op, args.chunk, rng
+            args.neo4j_uri, tenant, args.ops, args.op_by_op, args.chunk, rng, args.rounds
         ),
     }
+    load_before = os.getloadavg()
     rows = [row for store in args.stores for row in benches[store]()]
+    load_after = os.getloadavg()
+    print_table(rows, args, load_before, load_after)
+
+
+def print_table(
+    rows: Sequence[Row],
+    args: argparse.Namespace,
+    load_before: tuple[float, float, float],
+    load_after: tuple[float, float, float],
+) -> None:
     baselines = {r.store: r.ops / r.seconds for r in rows if r.method.startswith("baseline")}
-    print(f"\nchunk={args.chunk}  ops={args.ops}  op-by-op sample={args.op_by_op}")
-    print("mix rows: ops = those of the writer's tier; stream/s = every operation it was fed\n")
+    print(
+        f"\nchunk={args.chunk}  ops={args.ops}  op-by-op sample={args.op_by_op}  "
+        f"rounds={args.rounds}"
+    )
+    print(
+        "load (1/5/15 min) before "
+        + "/".join(f"{x:.2f}" for x in load_before)
+        + ", after "
+        + "/".join(f"{x:.2f}" for x in load_after)
+    )
+    print("mix rows: ops = those of the writer's tier; stream/s = every operation it was fed")
+    print("ops/s: at the median round; range: the slowest and fastest round\n")
     print(
         f"{'store':<7} {'method':<30} {'ops':>6} {'seconds':>8} {'ops/s':>10} {'vs base':>8} "
-        f"{'stream/s':>9}"
+        f"{'stream/s':>9}  range"
     )
     for r in rows:
         rate = r.ops / r.seconds
-        stream = f"{r.fed / r.seconds:>9,.0f}" if r.fed else ""
+        stream = f"{r.fed / r.seconds:>9,.0f}" if r.fed else " " * 9
+        spread = (
+            f"{r.ops / max(r.rounds):,.0f}-{r.ops / min(r.rounds):,.0f}"
+            if len(r.rounds) > 1
+            else ""
+        )
         print(
             f"{r.store:<7} {r.method:<30} {r.ops:>6} {r.seconds:>8.3f} {rate:>10,.0f} "
-            f"{rate / baselines[r.store]:>7.2f}x {stream}"
+            f"{rate / baselines[r.store]:>7.2f}x {stream}  {spread}"
         )
 
 
