@@ -29,6 +29,7 @@ and fastest, and the load average before and after.
 Run (services from ``memstream infra up``)::
 
     python benchmarks/bench_writers.py [--ops 2000] [--chunk 256] [--rounds 3]
+        [--chroma-url http://127.0.0.1:8000]   # a `chroma run` server, not embedded
 
 Everything the run writes lives under a random tenant and is removed at the end.
 """
@@ -45,6 +46,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import TypeVar
+from urllib.parse import urlsplit
 
 import chromadb
 import neo4j
@@ -358,24 +360,56 @@ def bench_redis(url: str, tenant: str, n: int, small: int, chunk: int) -> list[R
 
 
 def bench_chroma(
-    tenant: str, n: int, small: int, chunk: int, rng: np.random.Generator, rounds: int
+    tenant: str,
+    n: int,
+    small: int,
+    chunk: int,
+    rng: np.random.Generator,
+    rounds: int,
+    url: str | None,
 ) -> list[Row]:
+    """Embedded Chroma in a temporary directory, or the server at ``url``."""
     with tempfile.TemporaryDirectory(prefix="bench-chroma-") as path:
-        client = chromadb.PersistentClient(path=path, settings=Settings(anonymized_telemetry=False))
-        embedding = MiniLMEmbeddingFunction()
-
-        def sink(size: int) -> ChromaMemory:
-            return ChromaMemory(
-                client, embedding_function=embedding, chunk_size=size, latency_budget_s=math.inf
+        settings = Settings(anonymized_telemetry=False)
+        if url is None:
+            client = chromadb.PersistentClient(path=path, settings=settings)
+        else:
+            where = urlsplit(url)
+            client = chromadb.HttpClient(
+                host=where.hostname or "127.0.0.1", port=where.port or 8000, settings=settings
             )
+        try:
+            return _bench_chroma(client, tenant, n, small, chunk, rng, rounds)
+        finally:
+            if url is not None:  # a server keeps what the run wrote: remove it
+                for collection in client.list_collections():
+                    if tenant in collection.name or tenant in str(collection.metadata):
+                        client.delete_collection(collection.name)
 
-        warm_up(sink(chunk), tenant, chunk, rng)
-        rows: list[Row] = []
-        for k in range(rounds):
-            rows += _chroma_round(client, sink, f"{tenant}-r{k}", n, chunk, rng)
-        single = fact_ops(tenant + "-single", small, rng)
-        rows.append(timed("chroma", "writer op-by-op", small, drive(sink(1), single, 1)))
-        return medians(rows)
+
+def _bench_chroma(
+    client: chromadb.ClientAPI,
+    tenant: str,
+    n: int,
+    small: int,
+    chunk: int,
+    rng: np.random.Generator,
+    rounds: int,
+) -> list[Row]:
+    embedding = MiniLMEmbeddingFunction()
+
+    def sink(size: int) -> ChromaMemory:
+        return ChromaMemory(
+            client, embedding_function=embedding, chunk_size=size, latency_budget_s=math.inf
+        )
+
+    warm_up(sink(chunk), tenant, chunk, rng)
+    rows: list[Row] = []
+    for k in range(rounds):
+        rows += _chroma_round(client, sink, f"{tenant}-r{k}", n, chunk, rng)
+    single = fact_ops(tenant + "-single", small, rng)
+    rows.append(timed("chroma", "writer op-by-op", small, drive(sink(1), single, 1)))
+    return medians(rows)
 
 
 def _chroma_round(
@@ -486,6 +520,10 @@ def main() -> None:
     # Defaults: the ports `memstream infra up` serves (memstream/settings.py).
     parser.add_argument("--redis-url", default="redis://127.0.0.1:16379/0")
     parser.add_argument("--neo4j-uri", default="bolt://127.0.0.1:17687")
+    parser.add_argument(
+        "--chroma-url",
+        help="a Chroma server (http://host:port, `chroma run`) instead of embedded Chroma",
+    )
     parser.add_argument("--ops", type=int, default=2000)
     parser.add_argument("--op-by-op", type=int, default=200, help="ops in the chunk-1 sample")
     parser.add_argument("--chunk", type=int, default=256)
@@ -503,7 +541,7 @@ def main() -> None:
     benches: dict[str, Callable[[], list[Row]]] = {
         "redis": lambda: bench_redis(args.redis_url, tenant, args.ops, args.op_by_op, args.chunk),
         "chroma": lambda: bench_chroma(
-            tenant, args.ops, args.op_by_op, args.chunk, rng, args.rounds
+            tenant, args.ops, args.op_by_op, args.chunk, rng, args.rounds, args.chroma_url
         ),
         "neo4j": lambda: bench_neo4j(
             args.neo4j_uri, tenant, args.ops, args.op_by_op, args.chunk, rng, args.rounds
@@ -532,6 +570,7 @@ def print_table(
         + ", after "
         + "/".join(f"{x:.2f}" for x in load_after)
     )
+    print(f"chroma: {args.chroma_url or 'embedded'}")
     print("mix rows: ops = those of the writer's tier; stream/s = every operation it was fed")
     print("ops/s: at the median round; range: the slowest and fastest round\n")
     print(
