@@ -19,6 +19,8 @@ Keys (``{ns}:`` only when a namespace is given, e.g. a replay's shadow namespace
                                               erase (ids and counts, never content)
     {ns}:ms-audit:{tenant}:reviews            stream: one entry per confirm/reject applied
                                               (ids, resolution, reviewer, never content)
+    {ns}:ms-hints:{tenant}:{hint_id}          string: the memory.ops position that owns a
+                                              hint, with an expiry (connectors/redis_hints.py)
 
 Idempotency: a turn replaces any entry with its turn_index before the list is
 trimmed; a status expires at ``op.at + ttl`` (absolute, so a replay sets the same
@@ -123,6 +125,10 @@ class RedisKeys:
     def reviews(self, tenant_id: str) -> str:
         """The tenant's review audit stream (outside every user's key space)."""
         return f"{self.root}-audit:{tenant_id}:reviews"
+
+    def hint_owner(self, tenant_id: str, hint_id: str) -> str:
+        """Which ``memory.ops`` record owns a hint (outside every user's key space)."""
+        return f"{self.root}-hints:{tenant_id}:{hint_id}"
 
     def spool(self, name: str | None = None) -> str:
         """The stream of spooled operations (of the spool called ``name``, if given)."""

@@ -10,6 +10,7 @@ exception is ``XDG_DATA_HOME`` for the default state directory, here too).
 from __future__ import annotations
 
 import os
+from datetime import timedelta
 from functools import lru_cache
 from pathlib import Path
 from typing import Literal
@@ -301,6 +302,22 @@ class MetricsSettings(_Section):
     stall_after_s: float = Field(default=60.0, gt=0)
 
 
+class HintSettings(_Section):
+    """Hints pushed to agents on memory.hints (docs/predictive.md, Hints)."""
+
+    # Recall hits in one hint: a prompt's memory block of a few lines (the
+    # HTTP context's default is 10; a pushed hint is read unasked, so fewer).
+    k: int = Field(default=5, ge=1, le=100)
+    # How long the sink remembers which memory.ops record owns a hint
+    # (connectors/redis_hints.py): a copy of a request arriving later than this
+    # publishes the hint again. A week covers a Flink job restarted afresh and a
+    # Faust backlog; the claims are ~100 bytes each.
+    claim_ttl: timedelta = timedelta(days=7)
+    # The SSE stream sends a comment line when no hint came for this long, so
+    # proxies keep the connection and a gone client is noticed.
+    keepalive_s: float = Field(default=15.0, gt=0)
+
+
 class BenchmarkSettings(_Section):
     """Data the benchmarks read that the repository does not ship."""
 
@@ -350,6 +367,8 @@ class Settings(BaseSettings):
     # e.g. MEMSTREAM_TRIGGERS__SEMANTIC_MAX_COSINE=0.2, MEMSTREAM_BEHAVIOUR__MIN_VIEWS=4.
     triggers: TriggerConfig = TriggerConfig()
     behaviour: BehaviourConfig = BehaviourConfig()
+    # e.g. MEMSTREAM_HINTS__K=8.
+    hints: HintSettings = HintSettings()
     benchmarks: BenchmarkSettings = BenchmarkSettings()
     review_rules: Path | None = None  # None: the packaged pipelines/review/rules.toml
 

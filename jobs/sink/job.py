@@ -4,10 +4,20 @@ A composition root. One consumer (read_committed: records of open or aborted
 ingest transactions stay invisible) takes up to ``batch_size`` operations at a
 time; each store's :class:`StoreLane` applies the batch directly or, following
 its :class:`~pipelines.backpressure.StorePolicy`, parks it in that store's Redis
-spool; only then are the batch's offsets committed (synchronously). A crash at
-any point therefore re-delivers at most the batch in hand, and every write is
+spool; only then are the batch's offsets committed. A crash at any point
+therefore re-delivers at most the batch in hand, and every write is
 idempotent (op ids and fact ids are deterministic), so each fact version ends
 up in each store exactly once.
+
+Hints (jobs/sink/hints.py): after a batch is applied, recall runs for each
+``request_hint`` operation in it, and the hints go to ``memory.hints`` in one
+Kafka transaction with the batch's dead letters and its consumer offsets
+(``send_offsets_to_transaction``). The transaction commits all of them or
+none: a crash before the commit re-delivers the batch and its hints are
+published again in the next transaction, the aborted ones never visible to
+``read_committed`` readers; after the commit the batch is never re-delivered.
+So every request's hint is on ``memory.hints`` once (a copy of a request on
+``memory.ops`` is told apart by its claim, connectors/redis_hints.py).
 
 Backpressure (docs/guarantees.md): Chroma and Neo4j fall back to a spool of their own
 — a Redis stream per store — when they are down, raise a transient error, or
@@ -23,23 +33,33 @@ from __future__ import annotations
 import logging
 import threading
 import time
+import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
 import redis
-from confluent_kafka import TIMESTAMP_NOT_AVAILABLE, Consumer, KafkaException, Message
+from confluent_kafka import (
+    TIMESTAMP_NOT_AVAILABLE,
+    Consumer,
+    KafkaException,
+    Message,
+    TopicPartition,
+)
 from pydantic import ValidationError
 
-from connectors.kafka_io import KeyedProducer, consumer
+from connectors.kafka_io import consumer, transaction, transactional_producer
+from connectors.redis_hints import HintClaims
+from jobs.serve.memory_service import MemoryService
 from jobs.sink import metrics as metrics
+from jobs.sink.hints import HintComposer, Requested
 from jobs.sink.lane import Clock, StoreLane, StoreUnavailable
 from jobs.stores import Stores, open_stores
 from memstream.settings import Settings
 from pipelines.backpressure import BackpressureConfig
 from schemas.deadletter import DeadLetter, DeadLetterReason
-from schemas.ops import MemoryOperation
+from schemas.ops import MemoryOperation, OpType
 from schemas.topics import Topics
 
 log = logging.getLogger(__name__)
@@ -109,6 +129,15 @@ class SinkConfig:
         """A topic name, namespaced."""
         return self.topics.name(name)
 
+    def new_transactional_id(self) -> str:
+        """A transactional id for one sink process: the group plus a random suffix.
+
+        Zombies are fenced by the consumer group's generation, which
+        ``send_offsets_to_transaction`` carries (KIP-447), so the id need not
+        be stable across restarts.
+        """
+        return f"{self.group}-{uuid.uuid4().hex[:12]}"
+
     def open_stores(self) -> Stores:
         """The three stores of ``store_namespace``, with the backpressure latency budget."""
         budget = self.backpressure.latency_budget_s
@@ -148,8 +177,17 @@ def lanes_for(
 class SinkJob:
     """The consume → apply → commit loop over a set of lanes."""
 
-    def __init__(self, config: SinkConfig, lanes: Sequence[StoreLane]) -> None:
-        """Build the consumer and the dead-letter producer (nothing is polled yet)."""
+    def __init__(
+        self,
+        config: SinkConfig,
+        lanes: Sequence[StoreLane],
+        hints: HintComposer | None = None,
+    ) -> None:
+        """Build the consumer and the transactional producer (nothing is polled yet).
+
+        ``hints`` composes the hints (default: recall over ``config``'s stores,
+        loaded at the first request).
+        """
         self.config = config
         self.lanes = list(lanes)
         self.consumer: Consumer = consumer(
@@ -158,10 +196,15 @@ class SinkJob:
             read_committed=True,
             **{"session.timeout.ms": int(config.session_timeout_s * 1000)},
         )
-        self.dead_letters = KeyedProducer(
-            config.bootstrap, client_id="memstream-sink", max_message_bytes=config.max_message_bytes
+        # Dead letters, hints and the consumer offsets: one transaction per batch.
+        self.producer = transactional_producer(
+            config.bootstrap,
+            config.new_transactional_id(),
+            max_message_bytes=config.max_message_bytes,
         )
+        self.hints = hints if hints is not None else _hint_composer(config)
         self.applied = 0
+        self.hints_published = 0
 
     def run(self, stop: threading.Event) -> None:
         """Consume until ``stop`` is set; the batch in hand completes and is committed first."""
@@ -169,19 +212,46 @@ class SinkJob:
         try:
             while not stop.is_set():
                 messages = self.consumer.consume(self.config.batch_size, self.config.poll_timeout_s)
-                ops, appended = self._decode(messages)
-                if not self._apply(ops, stop):
-                    return  # stopped while a store was down: nothing committed
-                if messages:
+                if not messages:
+                    if not self._apply([], stop):  # a lane's spool probe may be due
+                        return
+                    continue
+                with transaction(self.producer):
+                    ops, appended, requested = self._decode(messages)
+                    if not self._apply(ops, stop):
+                        # Stopped while a store was down: nothing committed (the
+                        # transaction, dead letters included, is aborted).
+                        raise _Stopped
                     observe_applied(ops, appended, time.time())
-                    self.dead_letters.flush()
-                    self.consumer.commit(asynchronous=False)
-                    metrics.BATCHES_COMMITTED.inc()
-                    self.applied += len(ops)
+                    self._publish_hints(requested)
+                    self.producer.send_offsets_to_transaction(
+                        next_offsets(messages), self.consumer.consumer_group_metadata()
+                    )
+                metrics.BATCHES_COMMITTED.inc()
+                self.applied += len(ops)
+        except _Stopped:
+            return
         finally:
             self.consumer.close()
+            self.hints.close()
             for lane in self.lanes:
                 lane.sink.close()
+
+    def _publish_hints(self, requested: Sequence[Requested]) -> None:
+        """Recall for the batch's hint requests; their hints join the batch's transaction."""
+        if not requested:
+            return
+        with metrics.HINT_SECONDS.time():
+            hints = self.hints.compose(requested)
+        for hint in hints:
+            self.producer.produce(
+                self.config.topics.hints, value=hint.model_dump_json().encode(), key=hint.key
+            )
+            metrics.HINTS_PUBLISHED.labels(reason=hint.reason).inc()
+            if hint.recall_error is not None:
+                metrics.HINTS_DEGRADED.inc()
+        metrics.HINT_COPIES.inc(len(requested) - len(hints))
+        self.hints_published += len(hints)
 
     def _apply(self, ops: Sequence[MemoryOperation], stop: threading.Event) -> bool:
         while True:
@@ -198,10 +268,13 @@ class SinkJob:
                 if stop.wait(self.config.retry_pause_s):
                     return False
 
-    def _decode(self, messages: Sequence[Message]) -> tuple[list[MemoryOperation], list[float]]:
-        """The batch's operations, and when each reached the broker (epoch seconds)."""
+    def _decode(
+        self, messages: Sequence[Message]
+    ) -> tuple[list[MemoryOperation], list[float], list[Requested]]:
+        """The batch's operations, when each reached the broker (epoch s), its hint requests."""
         ops: list[MemoryOperation] = []
         appended: list[float] = []
+        requested: list[Requested] = []
         read_at = time.time()
         for message in messages:
             error = message.error()
@@ -215,12 +288,15 @@ class SinkJob:
             metrics.EVENTS_IN.labels(topic=topic).inc()
             raw = message.value() or b""
             try:
-                ops.append(MemoryOperation.model_validate_json(raw))
+                op = MemoryOperation.model_validate_json(raw)
             except ValidationError as exc:
                 self._dead_letter(message, raw, exc)
                 continue
+            ops.append(op)
             appended.append(broker_time(message, read_at))
-        return ops, appended
+            if op.op_type is OpType.REQUEST_HINT:
+                requested.append(Requested(op, message.partition() or 0, message.offset() or 0))
+        return ops, appended, requested
 
     def _dead_letter(self, message: Message, raw: bytes, exc: ValidationError) -> None:
         key = message.key()
@@ -236,8 +312,39 @@ class SinkJob:
             stage="sink",
         )
         dlq = self.config.topics.dlq
-        self.dead_letters.send(dlq, letter.model_dump_json().encode("utf-8"), key=letter.key)
+        self.producer.produce(dlq, value=letter.model_dump_json().encode("utf-8"), key=letter.key)
         metrics.DEAD_LETTERS.labels(reason=letter.reason.value).inc()
+
+
+class _Stopped(Exception):
+    """Stop requested while a store was down: the batch's transaction is aborted."""
+
+
+def next_offsets(messages: Sequence[Message]) -> list[TopicPartition]:
+    """Per partition of ``messages``, one past its last record: what the batch commits."""
+    ends: dict[tuple[str, int], int] = {}
+    for message in messages:
+        partition, offset = message.partition(), message.offset()
+        if partition is None or offset is None or offset < 0:
+            continue  # an error event: no position
+        key = (str(message.topic()), partition)
+        ends[key] = max(ends.get(key, 0), offset + 1)
+    return [TopicPartition(topic, partition, end) for (topic, partition), end in ends.items()]
+
+
+def _hint_composer(config: SinkConfig) -> HintComposer:
+    """Recall over the sink's own stores (MiniLM loaded at the first request)."""
+    settings = config.settings
+    claims = HintClaims(
+        redis.Redis.from_url(settings.redis.url, decode_responses=True),
+        namespace=config.store_namespace,
+        ttl=settings.hints.claim_ttl,
+    )
+
+    def service() -> MemoryService:
+        return MemoryService.from_settings(settings, config.store_namespace)
+
+    return HintComposer(service, claims, k=settings.hints.k)
 
 
 def broker_time(message: Message, read_at: float) -> float:

@@ -75,3 +75,24 @@ EVENT_TIME_LAG_SECONDS = Histogram(
     # Up to a week: a replay of the retained log reads events days old.
     buckets=(0.1, 0.4, 1.6, 6.4, 30, 60, 300, 3600, 21600, 86400, 604800),
 )
+
+HINTS_PUBLISHED = Counter(
+    "memstream_sink_hints_published_total",
+    "Hints published to memory.hints, by trigger reason (explicit or implicit).",
+    ["reason"],
+)
+HINT_COPIES = Counter(
+    "memstream_sink_hint_copies_total",
+    "Hint requests not published: a copy of a request another memory.ops record owns.",
+)
+HINTS_DEGRADED = Counter(
+    "memstream_sink_hints_degraded_total",
+    "Hints published without recall hits because recall failed (a store down).",
+)
+HINT_SECONDS = Histogram(
+    "memstream_sink_hint_seconds",
+    "Recall and composition of one batch's hints (the first includes loading MiniLM).",
+    buckets=(0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30),
+)
+for _reason in ("explicit", "implicit"):
+    HINTS_PUBLISHED.labels(reason=_reason)
