@@ -20,15 +20,16 @@ in process, :class:`NotFound` over HTTP); invalid input raises a
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from datetime import datetime
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Self
+from typing import TYPE_CHECKING, Any, NoReturn, Self
 from urllib.parse import quote
 
 import httpx
 from pydantic import TypeAdapter
 
+from schemas.hints import MemoryHint
 from schemas.memory import MemoryKind, Polarity, Tier
 from schemas.query import ActionReceipt, MemorySnapshot, RecallFilters, RecallHit
 
@@ -176,6 +177,36 @@ class MemoryClient:
         block = self._call("GET", f"{_user_path(user_id)}/context", params=params)
         return str(block["context"])
 
+    def hints(self, user_id: str, *, from_beginning: bool = False) -> Iterator[MemoryHint]:
+        """Hints pushed for the user as they come: subscribe instead of polling recall.
+
+        Each is the prompt-ready context for one of the user's turns that
+        needed memory (``MemoryHint.context``), with its sources, the signals
+        that fired and the user's current behaviour items. Blocks between
+        hints; stop by closing the iterator (``close()``, or leaving a ``for``
+        loop with ``break``). ``from_beginning`` also yields the hints still on
+        the topic, oldest first. Over HTTP this reads the API's
+        server-sent-events stream.
+        """
+        if self._service is not None:
+            feed = self._service.hints(self._tenant_id, user_id, from_beginning=from_beginning)
+            try:
+                yield from (hint for hint in feed if hint is not None)
+            finally:
+                feed.close()  # the follower's consumer goes with the caller
+            return
+        assert self._http is not None  # noqa: S101 - only reached in HTTP mode
+        params = {"from_beginning": "true" if from_beginning else "false"}
+        path = f"{_user_path(user_id)}/hints"
+        # No read timeout: a stream is quiet between hints (keep-alives every 15 s).
+        timeout = httpx.Timeout(DEFAULT_TIMEOUT_S, read=None)
+        with self._http.stream("GET", path, params=params, timeout=timeout) as response:
+            if not response.is_success:
+                response.read()
+                self._raise(response)
+            for data in sse_data(response.iter_lines()):
+                yield MemoryHint.model_validate_json(data)
+
     # -- actions ---------------------------------------------------------------
     def confirm(self, user_id: str, pending_id: str) -> ActionReceipt:
         """Confirm one of the user's pending items (published as an action event)."""
@@ -249,9 +280,29 @@ class MemoryClient:
         response = self._http.request(method, path, json=body, params=params)
         if response.is_success:
             return response.json()
+        self._raise(response)
+
+    @staticmethod
+    def _raise(response: httpx.Response) -> NoReturn:
         try:
             detail = str(response.json().get("detail", response.text))
         except ValueError:
             detail = response.text
         error = {401: Unauthorized, 404: NotFound, 413: InvalidRequest, 422: InvalidRequest}
         raise error.get(response.status_code, MemoryApiError)(response.status_code, detail)
+
+
+def sse_data(lines: Iterable[str]) -> Iterator[str]:
+    """The data of each ``hint`` event of a server-sent-events stream (comments skipped)."""
+    event, data = "message", list[str]()
+    for line in lines:
+        if not line:  # a blank line ends an event
+            if data and event == "hint":
+                yield "\n".join(data)
+            event, data = "message", []
+        elif line.startswith(":"):
+            continue  # a comment: the opening line and keep-alives
+        elif line.startswith("event:"):
+            event = line[len("event:") :].strip()
+        elif line.startswith("data:"):
+            data.append(line[len("data:") :].removeprefix(" "))

@@ -69,6 +69,12 @@ COMMANDS: dict[str, LazyCommand] = {
         "mcp",
         "Serve the MCP tools read, search, store, history and confirm for one tenant.",
     ),
+    "hints": LazyCommand(
+        "jobs.cli.hints",
+        "hints",
+        "Follow the hints pushed to agents on memory.hints, for one tenant (or user), until "
+        "Ctrl-C.",
+    ),
     "trace": LazyCommand(
         "jobs.cli.trace",
         "trace",

@@ -137,7 +137,7 @@ def serve(
         metrics.lag_history,
     ).start()
     service = _service()
-    app = create_app(service, keyring, sampler)
+    app = create_app(service, keyring, sampler, keepalive_s=settings.hints.keepalive_s)
     if len(operators):
         from jobs.serve.review import ReviewConsole, add_review
 

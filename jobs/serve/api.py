@@ -28,12 +28,12 @@ Neo4j and the broker answer, 503 naming those that do not).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Generator, Sequence
 from datetime import datetime
 from typing import Annotated, Any, Protocol
 
 from fastapi import Depends, FastAPI, HTTPException, Path, Query, Request, Security, status
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, StreamingResponse
 from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBearer
 from prometheus_client import CollectorRegistry
 from pydantic import (
@@ -50,6 +50,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from connectors.kafka_io import DeliveryFailed
 from jobs.serve.auth import presented_key, unauthorized
 from jobs.serve.dashboard import LagCollector, LagSampler, add_dashboard
+from jobs.serve.hint_stream import MEDIA_TYPE, sse
 from jobs.serve.keys import ApiKeyring
 from jobs.serve.memory_service import (
     MAX_K,
@@ -61,6 +62,7 @@ from jobs.serve.metrics import RequestMetrics, add_metrics_route
 from jobs.serve.readiness import Readiness, add_readiness
 from schemas._base import Frozen, Identifier
 from schemas.bounds import time_text
+from schemas.hints import MemoryHint
 from schemas.memory import MemoryKind, Polarity, Tier
 from schemas.query import ActionReceipt, MemorySnapshot, RecallFilters, RecallHit
 
@@ -148,6 +150,12 @@ class MemoryQueries(Protocol):
         """The prompt-ready memory block for ``query``."""
         ...
 
+    def hints(
+        self, tenant_id: str, user_id: str | None = None, *, from_beginning: bool = False
+    ) -> Generator[MemoryHint | None]:
+        """Hints pushed for the tenant's user (or all its users); None on quiet polls."""
+        ...
+
 
 # FastAPI validates a JSON body as Python objects, where pydantic's lax mode would
 # read 0 as false, true as 1.0 and a number as a time: the body's scalars are
@@ -221,6 +229,18 @@ _BAD_BODY: dict[int | str, dict[str, Any]] = {
 _NOT_FOUND: dict[int | str, dict[str, Any]] = {
     404: {"model": Problem, "description": "No such pending item for this user."}
 }
+
+_STREAM: dict[int | str, dict[str, Any]] = {
+    200: {
+        "content": {"text/event-stream": {}},
+        "description": "Server-sent events: `id: <hint id>`, `event: hint`, `data: <MemoryHint "
+        "JSON>` (schemas/json/memory.hints.schema.json); comment lines keep the connection.",
+    }
+}
+FromStart = Annotated[
+    bool,
+    Query(description="Also the hints already on the topic (oldest first), not only new ones."),
+]
 
 _bearer = HTTPBearer(auto_error=False, description="`Authorization: Bearer <API key>`")
 _api_key_header = APIKeyHeader(name="X-API-Key", auto_error=False, description="The API key.")
@@ -335,6 +355,33 @@ def _add_routes(app: FastAPI) -> None:
         """The prompt-ready memory block for the query (key / background / reference)."""
         return ContextBlock(context=svc.context(tenant, user_id, query, k))
 
+    @app.get(
+        "/v1/users/{user_id}/hints",
+        tags=["read"],
+        responses=_ERRORS | _STREAM,
+        response_class=StreamingResponse,
+    )
+    def user_hints(
+        user_id: UserId,
+        tenant: Tenant,
+        svc: Service,
+        request: Request,
+        from_beginning: FromStart = False,
+    ) -> StreamingResponse:
+        """Hints pushed for the user, as server-sent events (one `hint` event each)."""
+        hints = svc.hints(tenant, user_id, from_beginning=from_beginning)
+        return StreamingResponse(sse(hints, request.app.state.keepalive_s), media_type=MEDIA_TYPE)
+
+    @app.get(
+        "/v1/hints", tags=["read"], responses=_ERRORS | _STREAM, response_class=StreamingResponse
+    )
+    def tenant_hints(
+        tenant: Tenant, svc: Service, request: Request, from_beginning: FromStart = False
+    ) -> StreamingResponse:
+        """Hints pushed for every user of the key's tenant, as server-sent events."""
+        hints = svc.hints(tenant, None, from_beginning=from_beginning)
+        return StreamingResponse(sse(hints, request.app.state.keepalive_s), media_type=MEDIA_TYPE)
+
     @app.post(
         "/v1/users/{user_id}/pending/{pending_id}/confirm",
         tags=["write"],
@@ -411,16 +458,20 @@ def create_app(
     keys: ApiKeyring,
     sampler: LagSampler | None = None,
     readiness: Readiness | None = None,
+    keepalive_s: float = 15.0,
 ) -> FastAPI:
     """The API over ``service``, every call scoped to the tenant of its key in ``keys``.
 
     With ``sampler`` (started by the caller) it also serves the dashboard and
     the lag gauges on ``/metrics``. ``/readyz`` probes ``readiness``, by default
     the stores and broker a ``MemoryService`` was opened on (none for others).
+    ``keepalive_s``: the hint streams' comment line after that long without a hint
+    (``settings.hints.keepalive_s``).
     """
     app = _app()
     app.state.service = service
     app.state.keyring = keys
+    app.state.keepalive_s = keepalive_s
     if readiness is None:
         stores = service.stores if isinstance(service, MemoryService) else None
         readiness = Readiness(stores.probes if stores is not None else {})

@@ -27,7 +27,7 @@ import logging
 import threading
 import uuid
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Generator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -40,6 +40,7 @@ from connectors.kafka_admin import ping_broker
 from connectors.kafka_io import KeyedProducer
 from connectors.protocols import EpisodicReader, SemanticReader, WorkingMemoryReader
 from connectors.redis_memory import ErasureRecord
+from jobs.serve.hint_feed import HintFeed, KafkaHintFeed
 from jobs.serve.query_batcher import QueryBatcher
 from jobs.serve.recall_items import UserItems, build_items, keep_for, to_hits
 from jobs.stores import open_stores
@@ -53,6 +54,7 @@ from pipelines.time_focus import time_focus
 from schemas._base import Identifier
 from schemas.bounds import MAX_OBJECT_CHARS
 from schemas.events import EDITED_OBJECT_PROPERTY, REVIEWER_PROPERTY, ActionType, UserAction
+from schemas.hints import MemoryHint
 from schemas.hits import SearchHit
 from schemas.memory import MemoryKind, MemoryState, Polarity, Tier
 from schemas.query import (
@@ -157,6 +159,8 @@ class MemoryStores:
     # What ``/readyz`` probes, by name (jobs/serve/readiness.py): each store and
     # the broker for the real connectors; nothing for in-memory stand-ins.
     probes: dict[str, Callable[[], object]] = field(default_factory=dict)
+    # memory.hints, for subscribers (``MemoryService.hints``); None: no broker.
+    hints: HintFeed | None = None
 
     @classmethod
     def open(cls, settings: Settings, namespace: str | None = None) -> MemoryStores:
@@ -184,6 +188,7 @@ class MemoryStores:
                 "neo4j": stores.semantic.ping,
                 "kafka": lambda: ping_broker(settings.kafka.bootstrap),
             },
+            hints=KafkaHintFeed(settings.kafka.bootstrap, Topics(namespace or "").hints),
         )
 
 
@@ -406,6 +411,20 @@ class MemoryService:
     def context(self, tenant_id: str, user_id: str, query: str, k: int = 10) -> str:
         """The prompt-ready memory block for ``query`` (``pipelines.context``)."""
         return render_context(query, self.recall(tenant_id, user_id, query, k))
+
+    def hints(
+        self, tenant_id: str, user_id: str | None = None, *, from_beginning: bool = False
+    ) -> Generator[MemoryHint | None]:
+        """Hints pushed for the tenant's user (all its users: None) as they come.
+
+        From now on, or from the oldest kept (``from_beginning``). Yields None
+        after each quiet poll (half a second), so a caller can stop or send a
+        keep-alive; close the iterator to stop following.
+        """
+        _check_ids(tenant_id, *([user_id] if user_id is not None else []))
+        if self.stores.hints is None:
+            raise RuntimeError("these stores have no hint feed (no broker)")
+        return self.stores.hints.follow(tenant_id, user_id, from_beginning=from_beginning)
 
     def snapshot(self, tenant_id: str, user_id: str) -> MemorySnapshot:
         """Current rules and facts (episodic and semantic), statuses and pending items."""
