@@ -105,6 +105,43 @@ def out_of_bounds(topic: str) -> list[Message]:
     ]
 
 
+# One shopper's actions for the behaviour window (issue 16): five views of one
+# product (an interest from the third, a new version at each further view) and
+# two searches that drift. The sample stream has no such user.
+BEHAVIOUR_KEY = "acme:shopper-1"
+BEHAVIOUR_VIEWS = 5
+
+
+def behaviour_messages() -> list[Message]:
+    """The shopper's actions, in time order within a day (one window)."""
+    base = {"schema_version": 1, "tenant_id": "acme", "user_id": "shopper-1", "session_id": "w1"}
+    events = [
+        base
+        | {
+            "event_id": f"shop-view-{i}",
+            "ts": f"2026-03-02T10:{10 * i:02d}:00Z",
+            "action_type": "view",
+            "target_id": "sku-nc-700",
+            "duration_ms": 45_000,
+            "properties": {"name": "Noise-cancelling earphones"},
+        }
+        for i in range(BEHAVIOUR_VIEWS)
+    ]
+    for i, query in enumerate(("wireless earphones", "noise-cancelling earphone reviews")):
+        search = {"query": query}
+        events.insert(
+            2 + 3 * i,
+            base
+            | {
+                "event_id": f"shop-search-{i}",
+                "ts": f"2026-03-02T10:{10 * (1 + 3 * i) + 5:02d}:00Z",
+                "action_type": "search",
+                "properties": search,
+            },
+        )
+    return [(BEHAVIOUR_KEY, json.dumps(event).encode()) for event in events]
+
+
 def sample_messages(topic: str, limit: int | None = None) -> list[Message]:
     """The first ``limit`` events of the sample stream of ``topic``, keyed ``tenant:user``."""
     lines = (SAMPLE_DIR / f"{topic}.jsonl").read_bytes().splitlines()

@@ -21,10 +21,12 @@ from pathlib import Path
 
 import pytest
 from ingest_helpers import (
+    BEHAVIOUR_KEY,
     CATCH_UP_TIMEOUT_S,
     Message,
     Outputs,
     Worker,
+    behaviour_messages,
     committed,
     create_topics,
     delete_topics,
@@ -119,6 +121,7 @@ def _messages(topic: str) -> list[Message]:
     messages = sample_messages(topic)
     if topic == USER_ACTIONS:
         messages.append(_stored_memory())
+        messages += behaviour_messages()  # windowed behaviour (issue 16)
     bad = [message for message, _, _ in _bad_messages(topic)]
     step = max(1, len(messages) // (len(bad) + 1))
     for i, message in enumerate(bad, start=1):
@@ -334,3 +337,20 @@ def test_worker_serves_metrics_matching_its_input_and_output(fault_free: Run) ->
     assert value(samples, "memstream_ingest_event_time_lag_seconds_count") == len(
         fault_free.outputs.ops
     )
+
+
+def test_worker_counts_behaviour_and_requests_hints(fault_free: Run) -> None:
+    """The predictive stages run in the worker: the shopper's interest, the turns that fire."""
+    ops = [parse_op(r) for r in fault_free.outputs.ops]
+    interest = [
+        op.record.version
+        for op in ops
+        if op.record is not None
+        and op.record.predicate == "browsing"
+        and f"{op.tenant_id}:{op.user_id}" == BEHAVIOUR_KEY
+        and op.op_type is OpType.UPSERT_FACT
+    ]
+    assert interest == [1, 2, 3]  # views 3, 4 and 5 of one product
+    requests = [op for op in ops if op.op_type is OpType.REQUEST_HINT]
+    assert requests and all(op.tiers == [] and op.hint for op in requests)
+    assert len({op.hint.hint_id for op in requests if op.hint}) == len(requests)

@@ -37,11 +37,14 @@ from pathlib import Path
 import pytest
 from flink_helpers import assert_same_ops, reference_ops, written_ops
 from ingest_helpers import (
+    BEHAVIOUR_KEY,
+    BEHAVIOUR_VIEWS,
     GROUP_ID,
     REPO_ROOT,
     Message,
     Outputs,
     Worker,
+    behaviour_messages,
     create_topics,
     delete_topics,
     out_of_bounds,
@@ -157,9 +160,18 @@ class FlinkJob:
 
 
 def phase_messages(topic: str) -> list[Message]:
-    """A slice of the sample stream of ``topic``, then its bad messages and out-of-bounds events."""
+    """A slice of the sample stream of ``topic``, then its bad messages and out-of-bounds events.
+
+    The user actions also hold a shopper's behaviour, half of it before the
+    slice and half after, so the kill in that phase lands inside the window.
+    """
     bad = [m for m, _ in BAD_MESSAGES] + out_of_bounds(topic)
-    return sample_messages(topic, SAMPLE_LIMIT[topic]) + bad
+    sample = sample_messages(topic, SAMPLE_LIMIT[topic])
+    if topic == USER_ACTIONS:
+        shopper = behaviour_messages()
+        half = len(shopper) // 2
+        sample = shopper[:half] + sample + shopper[half:]
+    return sample + bad
 
 
 @dataclass
@@ -280,3 +292,24 @@ def test_bad_input_is_dead_lettered_and_the_job_keeps_running(run: Run) -> None:
         # Each names the record it came from.
         assert len({(d.partition, d.offset) for d in letters}) == len(BAD_MESSAGES) + len(bounds)
         assert all(d.stage == "validate" for d in letters)
+
+
+def test_behaviour_windows_count_each_action_once_across_the_kill(run: Run) -> None:
+    """The shopper's window was checkpointed with the review state: nothing counted twice."""
+    ops = [parse_op(r) for r in run.flink.ops if r.key == BEHAVIOUR_KEY]
+    interest = [
+        op.record
+        for op in ops
+        if op.op_type is OpType.UPSERT_FACT and op.record and op.record.predicate == "browsing"
+    ]
+    # An interest from the third view on, one version per view after it.
+    assert [r.version for r in interest] == list(range(1, BEHAVIOUR_VIEWS - 1))
+    assert interest[-1].text.startswith(
+        f"viewed Noise-cancelling earphones {BEHAVIOUR_VIEWS} times"
+    )
+    searches = [op.episode.text for op in ops if op.op_type is OpType.UPSERT_EPISODE and op.episode]
+    assert searches == [
+        "searched: wireless earphones",
+        "searched: noise-cancelling earphone reviews",
+    ]
+    assert any(op.record and op.record.predicate == "search_drift" for op in ops)
