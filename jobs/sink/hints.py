@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from connectors.redis_hints import HintClaims
-from jobs.serve.memory_service import MemoryService
+from jobs.serve.memory_service import MAX_QUERY_CHARS, MemoryService
 from pipelines.context import render_context
 from pipelines.triggers.hints import render_hint
 from schemas.hints import MemoryHint
@@ -77,10 +77,11 @@ class HintComposer:
         assert request is not None  # noqa: S101 - compose() passes requests only
         hits: list[RecallHit] = []
         error = None
+        # A turn may be 100,000 characters; recall reads a query of MAX_QUERY_CHARS
+        # (MiniLM reads ~1,000 of them anyway): the turn's beginning.
+        query = request.query[:MAX_QUERY_CHARS]
         try:
-            hits = self.service.recall(
-                op.tenant_id, op.user_id, request.query, k=self.k, as_of=request.ts
-            )
+            hits = self.service.recall(op.tenant_id, op.user_id, query, k=self.k, as_of=request.ts)
         except ValueError as exc:  # a query recall refuses (too long): no hits
             error = str(exc)
         except Exception as exc:  # noqa: BLE001 - a store down: the hint says so, once
@@ -97,7 +98,7 @@ class HintComposer:
             reason=request.reason,
             signals=request.signals,
             query=request.query,
-            context=render_hint(request, render_context(request.query, hits)),
+            context=render_hint(request, render_context(query, hits)),
             hits=hits,
             behaviour=request.behaviour,
             lineage=op.lineage,

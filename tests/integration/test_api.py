@@ -67,6 +67,9 @@ ENDPOINTS = [
     ("POST", f"/v1/users/{USER}/pending/f_{'0' * 24}/reject", None),
     ("POST", f"/v1/users/{USER}/memories", {"predicate": "likes", "object": "jazz"}),
     ("DELETE", f"/v1/users/{USER}", None),
+    # Server-sent events: refused before any stream starts (test_hint_subscribers.py streams).
+    ("GET", f"/v1/users/{USER}/hints", None),
+    ("GET", "/v1/hints", None),
 ]
 
 
