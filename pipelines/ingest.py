@@ -192,14 +192,15 @@ class IngestPipeline:
                         )
                 with stage("triggers"):
                     result.ops += self._trigger(state, result, result.event, lineage, vector)
-            elif isinstance(result.event, UserAction):
-                if self.episodes and result.search_query is not None:
-                    with stage("episodes"):
-                        result.ops += search_episode_ops(
-                            result.event, lineage, result.search_query, result.ops, vector=vector
-                        )
-                if result.behaviour is not None and result.behaviour.dead_letter:
-                    result.dead_letter = refused(result.record, result.behaviour)
+            elif (
+                isinstance(result.event, UserAction)
+                and self.episodes
+                and result.search_query is not None
+            ):
+                with stage("episodes"):
+                    result.ops += search_episode_ops(
+                        result.event, lineage, result.search_query, result.ops, vector=vector
+                    )
         return results
 
     def _trigger(
@@ -348,28 +349,6 @@ def _text_of(result: IngestResult) -> str:
     if isinstance(result.event, DialogueEvent):
         return result.event.text
     return result.search_query or ""
-
-
-def refused(record: SourceRecord, observation: Observation) -> DeadLetter:
-    """The dead letter of an action the behaviour window cannot count (no target, no query).
-
-    The action passed its schema, so this is a stage's refusal: a
-    ``processing_error`` of stage ``behaviour`` whose detail is the reason.
-    The action is still applied (its offset recorded), so a redelivery is not
-    dead-lettered again.
-    """
-    reasons = list(observation.reasons)
-    return DeadLetter.wrap(
-        record.value,
-        reason=DeadLetterReason.PROCESSING_ERROR,
-        detail="behaviour refused the action: " + "; ".join(reasons),
-        errors=reasons,
-        topic=record.topic,
-        partition=record.partition,
-        offset=record.offset,
-        key=record.key.decode("utf-8", "replace") if record.key else None,
-        stage="behaviour",
-    )
 
 
 def dead_letter(record: SourceRecord, error: InvalidEvent | StageError) -> DeadLetter:

@@ -25,6 +25,7 @@ floor — and ``impossible``, read from the batch's states).
 
 from __future__ import annotations
 
+import logging
 from contextlib import AbstractContextManager
 from datetime import UTC, datetime
 
@@ -35,6 +36,8 @@ from pipelines.ingest import IngestResult
 from pipelines.route import outputs
 from schemas.memory import ReviewStage
 from schemas.ops import MemoryOperation, OpType
+
+log = logging.getLogger(__name__)
 
 OUTCOMES = ("committed", "pending", "skipped", "held", "merged", "superseded")
 STAGES = ("parse", "extract", "encode", "review")
@@ -194,6 +197,13 @@ def _observe_predictive(result: IngestResult) -> None:
     seen = result.behaviour
     if seen is not None:
         BEHAVIOUR_ACTIONS.labels(outcome=seen.outcome.value).inc()
+        if seen.outcome.value == "rejected":
+            # A valid action the window cannot use (a view without a target): it
+            # is applied like any action, so no dead letter; its coordinates and
+            # the reason are logged (no content).
+            record = result.record
+            where = f"{record.topic}/{record.partition}/{record.offset}"
+            log.warning("behaviour window refused %s: %s", where, "; ".join(seen.reasons))
         if seen.outcome.value == "counted" and seen.reasons:
             BEHAVIOUR_CLAMPS.inc(len(seen.reasons))
         if seen.items:

@@ -21,7 +21,6 @@ from pipelines.extract import FactExtractor, extract_crm
 from pipelines.ingest import IngestPipeline, IngestResult, SourceRecord
 from pipelines.parse import DialogueParser
 from pipelines.review import Reviewer, UserMemoryState
-from schemas.deadletter import DeadLetterReason
 from schemas.memory import MemoryKind, ReviewStage
 from schemas.ops import MemoryOperation, OpType
 from schemas.topics import DIALOGUE_EVENTS, USER_ACTIONS
@@ -150,17 +149,17 @@ def test_an_absurd_dwell_is_clamped_and_the_clamp_recorded(pipeline: IngestPipel
     assert "dwell 3.0 d clamped to 30.0 min" in (check.reason or "")
 
 
-def test_an_unusable_action_is_dead_lettered_once_with_its_reason(
+def test_an_unusable_action_is_refused_by_the_window_and_still_applied(
     pipeline: IngestPipeline,
 ) -> None:
     held, state_for = states()
     (result,) = pipeline.process([action(0, "view", 0)], state_for)  # no target_id
-    assert result.dead_letter is not None
-    assert result.dead_letter.reason is DeadLetterReason.PROCESSING_ERROR
-    assert result.dead_letter.stage == "behaviour"
-    assert result.dead_letter.detail == "behaviour refused the action: view without a target_id"
+    # Valid by its schema, so no dead letter: a dead letter means "not applied".
+    assert result.dead_letter is None and result.ops == []
+    assert result.behaviour is not None and result.behaviour.outcome.value == "rejected"
+    assert result.behaviour.reasons == ("view without a target_id",)
     (again,) = pipeline.process([action(0, "view", 0)], state_for)  # redelivered
-    assert again.replayed and again.dead_letter is None
+    assert again.replayed and again.behaviour is None
     assert held[KEY].behaviour.counters == {"rejected": 1}
 
 
