@@ -176,11 +176,13 @@ def build_episode(
     statements: Sequence[str] = (),
     intent: str | None = None,
     vector: Sequence[float] | None = None,
+    speaker: str | None = None,
 ) -> Episode | None:
     """The episode of one turn, or None when the turn is provably empty.
 
     ``previous`` is the (role, text) of the session's turn before this one;
-    ``vector`` is MiniLM of the turn's text (the encode stage's).
+    ``vector`` is MiniLM of the turn's text (the encode stage's); ``speaker``
+    the name its speaker goes by (pipelines/speakers.py).
     """
     text = " ".join(event.text.split())
     before = previous[1] if previous is not None else None
@@ -203,6 +205,7 @@ def build_episode(
         ts=event.ts,
         lineage=lineage,
         vector=list(vector) if vector is not None else None,
+        speaker=speaker,
     )
 
 
@@ -214,6 +217,7 @@ def episode_ops(
     *,
     intent: str | None = None,
     vector: Sequence[float] | None = None,
+    speaker: str | None = None,
 ) -> list[MemoryOperation]:
     """The turn's episode and the earlier episodes its facts outdate, as operations.
 
@@ -236,6 +240,7 @@ def episode_ops(
         statements=[r.statement() for r in said],
         intent=intent,
         vector=vector,
+        speaker=speaker,
     )
     state.put_last_turn(event.session_id, event.role.value, " ".join(event.text.split()))
     decisions: list[Decision] = [WriteEpisode(episode)] if episode is not None else []

@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Protocol
 
+from pipelines import speakers
 from pipelines.actions import action_facts
 from pipelines.behaviour import BehaviourConfig, BehaviourItem, Observation, observe
 from pipelines.behaviour.admit import Admitted, admit
@@ -87,6 +88,7 @@ class IngestResult:
     trigger: TriggerDecision | None = None  # a dialogue turn's retrieval-trigger decision
     behaviour: Observation | None = None  # what the behaviour window made of an action
     search_query: str | None = None  # a search action's query, as the window reads it
+    speaker: str | None = None  # the name a turn's speaker goes by (pipelines/speakers.py)
 
     @property
     def state_key(self) -> str | None:
@@ -189,6 +191,7 @@ class IngestPipeline:
                             result.ops,
                             intent=result.intent,
                             vector=vector,
+                            speaker=result.speaker,
                         )
                 with stage("triggers"):
                     result.ops += self._trigger(state, result, result.event, lineage, vector)
@@ -313,6 +316,10 @@ class IngestPipeline:
         updates: list[tuple[UserMemoryState, dict[str, DialogueContext]]] = []
         for key, rows in by_user.items():
             state = state_for(key)
+            with stage("speakers"):
+                for i in rows:
+                    speakers.observe(state.speakers, events[i].role, events[i].text)
+                    turns[i].speaker = speakers.name_of(state.speakers, events[i].role)
             with stage("extract"), self.stage_timer("extract"):
                 contexts = {s: DialogueContext.model_validate(c) for s, c in state.dialogue.items()}
                 facts, updated = self.extractor.extract_in_context(
@@ -347,7 +354,7 @@ class IngestPipeline:
 def _text_of(result: IngestResult) -> str:
     """What an episode keeps whole: a turn's text, a search's query; else nothing."""
     if isinstance(result.event, DialogueEvent):
-        return result.event.text
+        return speakers.keyed(result.speaker, result.event.text)
     return result.search_query or ""
 
 

@@ -42,6 +42,11 @@ class Episode(Frozen):
     intent: str | None = None
     ts: datetime = Field(description="Event time of the turn.")
     lineage: SourceLineage
+    speaker: str | None = Field(
+        default=None,
+        description="The name the turn's speaker goes by in the dialogue, when known "
+        "(learned from how the speakers address each other: pipelines/speakers.py).",
+    )
     vector: list[float] | None = Field(
         default=None,
         description="MiniLM of the turn's own text (the encode stage's); the store embeds "
@@ -49,13 +54,14 @@ class Episode(Frozen):
     )
 
     def search_text(self) -> str:
-        """What BM25 reads: the turn it answers, the turn, the fact statements.
+        """What BM25 reads: the turn it answers, the turn (after its speaker's name), the facts.
 
         The vector is of the turn's text alone: measured on the tuned customer-service
         recall set, adding the context and statements to the vector diluted it
         (docs/recall.md).
         """
-        parts = [self.context or "", self.text, *self.statements]
+        said = f"{self.speaker}: {self.text}" if self.speaker else self.text
+        parts = [self.context or "", said, *self.statements]
         return " ".join(part for part in parts if part)
 
     def document(self) -> str:

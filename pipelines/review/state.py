@@ -195,6 +195,8 @@ class UserMemoryState:
         # and restart counts nothing twice, a redelivered turn gets its first decision.
         self.triggers = TriggerState()
         self.behaviour = BehaviourWindow()
+        # How often each side was called each name (pipelines/speakers.py): side -> name -> times.
+        self.speakers: dict[str, dict[str, int]] = {}
 
     # -- exactly-once bookkeeping -------------------------------------------
     @staticmethod
@@ -313,6 +315,7 @@ class UserMemoryState:
         self.pending.clear()
         self.dialogue.clear()
         self.last_turns.clear()
+        self.speakers.clear()
         # What the user did and said is memory too (the window's own counters stay).
         self.triggers = TriggerState(sessions_evicted=self.triggers.sessions_evicted)
         self.behaviour.erase()
@@ -342,6 +345,7 @@ class UserMemoryState:
         self.counters = dict(saved.counters)
         self.dialogue = dict(saved.dialogue)
         self.last_turns = dict(saved.last_turns)
+        self.speakers = {side: dict(names) for side, names in saved.speakers.items()}
         self.triggers = saved.triggers
         self.behaviour = saved.behaviour
 
@@ -360,6 +364,7 @@ class UserMemoryState:
             "counters": dict(self.counters),
             "dialogue": dict(self.dialogue),
             "last_turns": dict(self.last_turns),
+            "speakers": {side: dict(names) for side, names in self.speakers.items()},
             "triggers": self.triggers.to_dict(),
             "behaviour": self.behaviour.to_dict(),
         }
@@ -386,6 +391,11 @@ class UserMemoryState:
         state.dialogue = dict(data.get("dialogue", {}))
         # Absent from snapshots written before episodes: no previous turn known.
         state.last_turns = {k: list(v) for k, v in data.get("last_turns", {}).items()}
+        # Absent from snapshots written before speakers were named: no name known yet.
+        state.speakers = {
+            side: {name: int(times) for name, times in names.items()}
+            for side, names in data.get("speakers", {}).items()
+        }
         # Absent from snapshots written before the predictive stages: they start empty.
         state.triggers = TriggerState.from_dict(data.get("triggers", {}))
         state.behaviour = BehaviourWindow.from_dict(data.get("behaviour", {}))
