@@ -295,10 +295,11 @@ def test_retrieval_time_is_rewritten_at_most_once_a_day(
     assert last_retrieved() == clock.now.timestamp()
 
 
-def _flat(meta: dict[str, object]) -> dict[str, object]:
-    """The one-key-per-field metadata the writer stored before PACKED_KEY."""
+def _flat(meta: dict[str, object]) -> tuple[dict[str, object], str]:
+    """The one-key-per-field metadata and the document the writer stored before PACKED_KEY."""
     fields = json.loads(str(meta.pop(PACKED_KEY)))
-    return {**fields, **meta, "tier": "episodic", "time": meta["valid_from"]}
+    text = fields.pop("text")  # the statement was the item's document
+    return {**fields, **meta, "tier": "episodic", "time": meta["valid_from"]}, text
 
 
 def test_versions_stored_one_key_per_field_read_alike_and_move_to_the_packed_layout(
@@ -310,16 +311,18 @@ def test_versions_stored_one_key_per_field_read_alike_and_move_to_the_packed_lay
     live = memory.collection(tenant)
     written = live.get(include=["metadatas", "embeddings", "documents"])
     expected = sorted(memory.get(tenant, "u1"), key=lambda h: h.fact_id)
-    # Filters only name keys of their own; everything else is packed into one.
+    # Filters only name keys of their own; everything else is packed into one,
+    # the statement too (no document: nothing searches Chroma's full-text index).
     for meta in written["metadatas"] or []:
         assert PACKED_KEY in meta and "chain_id" not in meta and "lineage_offset" not in meta
+    assert written["documents"] == [None, None]
     # The same versions as an earlier writer left them: they read alike ...
     flat = [_flat(dict(m)) for m in written["metadatas"] or []]
     live.upsert(
         ids=written["ids"],
         embeddings=written["embeddings"],
-        metadatas=flat,  # type: ignore[arg-type]
-        documents=written["documents"],
+        metadatas=[m for m, _ in flat],  # type: ignore[misc]
+        documents=[text for _, text in flat],
     )
     [stored] = live.get(ids=[new.fact_id], include=["metadatas"])["metadatas"] or [{}]
     assert "chain_id" in stored
