@@ -216,21 +216,21 @@ class SinkJob:
                     if not self._apply([], stop):  # a lane's spool probe may be due
                         return
                     continue
+                ops, appended, requested, letters = self._decode(messages)
+                if not self._apply(ops, stop):
+                    return  # stopped while a store was down: nothing committed
+                observe_applied(ops, appended, time.time())
+                # Opened only now: a store down for minutes (the retries above)
+                # must not outlast the transaction's timeout.
                 with transaction(self.producer):
-                    ops, appended, requested = self._decode(messages)
-                    if not self._apply(ops, stop):
-                        # Stopped while a store was down: nothing committed (the
-                        # transaction, dead letters included, is aborted).
-                        raise _Stopped
-                    observe_applied(ops, appended, time.time())
+                    for letter in letters:
+                        self._produce(self.config.topics.dlq, letter.model_dump_json(), letter.key)
                     self._publish_hints(requested)
                     self.producer.send_offsets_to_transaction(
                         next_offsets(messages), self.consumer.consumer_group_metadata()
                     )
                 metrics.BATCHES_COMMITTED.inc()
                 self.applied += len(ops)
-        except _Stopped:
-            return
         finally:
             self.consumer.close()
             self.hints.close()
@@ -244,9 +244,7 @@ class SinkJob:
         with metrics.HINT_SECONDS.time():
             hints = self.hints.compose(requested)
         for hint in hints:
-            self.producer.produce(
-                self.config.topics.hints, value=hint.model_dump_json().encode(), key=hint.key
-            )
+            self._produce(self.config.topics.hints, hint.model_dump_json(), hint.key)
             metrics.HINTS_PUBLISHED.labels(reason=hint.reason).inc()
             if hint.recall_error is not None:
                 metrics.HINTS_DEGRADED.inc()
@@ -268,13 +266,27 @@ class SinkJob:
                 if stop.wait(self.config.retry_pause_s):
                     return False
 
+    def _produce(self, topic: str, value: str, key: str | None) -> None:
+        """One record of the open transaction (waits for room in the local queue)."""
+        while True:
+            try:
+                self.producer.produce(topic, value=value.encode("utf-8"), key=key)
+                return
+            except BufferError:
+                self.producer.poll(0.1)
+
     def _decode(
         self, messages: Sequence[Message]
-    ) -> tuple[list[MemoryOperation], list[float], list[Requested]]:
-        """The batch's operations, when each reached the broker (epoch s), its hint requests."""
+    ) -> tuple[list[MemoryOperation], list[float], list[Requested], list[DeadLetter]]:
+        """The batch's operations, their broker times (epoch s), hint requests, dead letters.
+
+        A dead letter wraps a record that is no operation; it is produced in
+        the batch's transaction, after the batch was applied.
+        """
         ops: list[MemoryOperation] = []
         appended: list[float] = []
         requested: list[Requested] = []
+        letters: list[DeadLetter] = []
         read_at = time.time()
         for message in messages:
             error = message.error()
@@ -290,15 +302,15 @@ class SinkJob:
             try:
                 op = MemoryOperation.model_validate_json(raw)
             except ValidationError as exc:
-                self._dead_letter(message, raw, exc)
+                letters.append(self._dead_letter(message, raw, exc))
                 continue
             ops.append(op)
             appended.append(broker_time(message, read_at))
             if op.op_type is OpType.REQUEST_HINT:
                 requested.append(Requested(op, message.partition() or 0, message.offset() or 0))
-        return ops, appended, requested
+        return ops, appended, requested, letters
 
-    def _dead_letter(self, message: Message, raw: bytes, exc: ValidationError) -> None:
+    def _dead_letter(self, message: Message, raw: bytes, exc: ValidationError) -> DeadLetter:
         key = message.key()
         letter = DeadLetter.wrap(
             raw,
@@ -311,13 +323,8 @@ class SinkJob:
             key=key.decode("utf-8", "replace") if key is not None else None,
             stage="sink",
         )
-        dlq = self.config.topics.dlq
-        self.producer.produce(dlq, value=letter.model_dump_json().encode("utf-8"), key=letter.key)
         metrics.DEAD_LETTERS.labels(reason=letter.reason.value).inc()
-
-
-class _Stopped(Exception):
-    """Stop requested while a store was down: the batch's transaction is aborted."""
+        return letter
 
 
 def next_offsets(messages: Sequence[Message]) -> list[TopicPartition]:
