@@ -88,7 +88,7 @@ class IngestResult:
     trigger: TriggerDecision | None = None  # a dialogue turn's retrieval-trigger decision
     behaviour: Observation | None = None  # what the behaviour window made of an action
     search_query: str | None = None  # a search action's query, as the window reads it
-    speaker: str | None = None  # the name a turn's speaker goes by (pipelines/speakers.py)
+    speaker: str | None = None  # the name a turn is keyed with (pipelines/speakers.py)
 
     @property
     def state_key(self) -> str | None:
@@ -319,7 +319,7 @@ class IngestPipeline:
             with stage("speakers"):
                 for i in rows:
                     speakers.observe(state.speakers, events[i].role, events[i].text)
-                    turns[i].speaker = speakers.name_of(state.speakers, events[i].role)
+                    turns[i].speaker = speakers.speaker_key(state.speakers, events[i].role)
             with stage("extract"), self.stage_timer("extract"):
                 contexts = {s: DialogueContext.model_validate(c) for s, c in state.dialogue.items()}
                 facts, updated = self.extractor.extract_in_context(

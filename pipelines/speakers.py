@@ -5,9 +5,10 @@ Hannah name her puppy?"), while the turn that answers it says "we got a dog ...
 he's called Biscuit" and never the speaker's name. An episode keyed by its
 text alone cannot tell Hannah's puppy from the user's. So the ingest step
 learns what each side is called and keys every episode with its speaker's
-name ("Hannah: we got a dog ..."): on the friends' recall sets, MiniLM over
-raw turns found the evidence in its top 5 for 0.569 of the questions, and for
-0.661 with the speakers' names in front (docs/recall.md).
+name ("Hannah: we got a dog ..."), once both sides' names are known
+(``speaker_key``): on the friends' recall sets, MiniLM over raw turns found
+the evidence in its top 5 for 0.569 of the questions, and for 0.661 with the
+speakers' names in front (docs/recall.md).
 
 A name is learned only from how people use names in talk, never from a list:
 - a speaker *addresses* the other one: "Hannah! Sorry I went quiet",
@@ -136,6 +137,22 @@ def name_of(counts: dict[str, dict[str, int]], role: Role) -> str | None:
         return None
     best = max(heard.values())
     return next(name for name, times in heard.items() if times == best)
+
+
+def speaker_key(counts: dict[str, dict[str, int]], role: Role) -> str | None:
+    """The name to key a turn of ``role`` with: its name, once both sides have one.
+
+    A name's job is to tell the two speakers apart. With one side named only
+    (a customer who gave their name to an unnamed agent), the prefix just
+    pulls that side's turns towards any question naming them, while the
+    other side's turns may hold the answer: an agent's confirmation is about
+    the customer. On the customer-service recall sets, keying whoever was
+    named cut MiniLM's any-hit@10 on cs_blind8 from 0.897 to 0.845; keying
+    only two named sides left every customer-service set within 0.01 and kept
+    the friends' gains (docs/recall.md).
+    """
+    own, other = name_of(counts, role), name_of(counts, _other(role))
+    return own if own is not None and other is not None else None
 
 
 def keyed(name: str | None, text: str) -> str:

@@ -44,8 +44,9 @@ class Episode(Frozen):
     lineage: SourceLineage
     speaker: str | None = Field(
         default=None,
-        description="The name the turn's speaker goes by in the dialogue, when known "
-        "(learned from how the speakers address each other: pipelines/speakers.py).",
+        description="The name the turn's speaker goes by, once both speakers' names are "
+        "known (learned from how they address each other: pipelines/speakers.py); the "
+        "episode is embedded and searched as 'name: text'.",
     )
     vector: list[float] | None = Field(
         default=None,

@@ -11,7 +11,14 @@ from pipelines.extract import FactExtractor, extract_crm
 from pipelines.ingest import IngestPipeline, SourceRecord
 from pipelines.parse import DialogueParser
 from pipelines.review import Reviewer, UserMemoryState
-from pipelines.speakers import MAX_NAMES_PER_ROLE, keyed, name_of, names_said, observe
+from pipelines.speakers import (
+    MAX_NAMES_PER_ROLE,
+    keyed,
+    name_of,
+    names_said,
+    observe,
+    speaker_key,
+)
 from schemas.events import DialogueEvent, Role
 from schemas.ops import OpType
 from schemas.topics import DIALOGUE_EVENTS
@@ -68,6 +75,18 @@ def test_names_per_side_are_capped_least_heard_first() -> None:
     heard = counts[AGENT.value]
     assert len(heard) == MAX_NAMES_PER_ROLE
     assert name_of(counts, AGENT) == "Hannah"
+
+
+def test_a_turn_is_keyed_only_once_both_sides_are_named() -> None:
+    counts: dict[str, dict[str, int]] = {}
+    observe(counts, USER, "Hi, my name is Priya Shah, I'm asking about my locker")
+    assert name_of(counts, USER) == "Priya"
+    # A customer named to an unnamed agent: the name tells no two speakers apart.
+    assert speaker_key(counts, USER) is None
+    assert speaker_key(counts, AGENT) is None
+    observe(counts, USER, "Thanks Sarah!")
+    assert speaker_key(counts, USER) == "Priya"
+    assert speaker_key(counts, AGENT) == "Sarah"
 
 
 def test_keyed_puts_the_name_first_only_when_known() -> None:
@@ -136,8 +155,8 @@ def _run(
 def test_episodes_are_keyed_with_their_speakers_name(pipeline: IngestPipeline) -> None:
     episodes, state = _run(pipeline, batch=len(CHAT))
     speakers = [speaker for speaker, _, _ in episodes]
-    # The first turn names Hannah (the other side) before it is keyed; Priya is
-    # named by the second turn, so the user's own first turn has no name yet.
+    # The first turn names Hannah (the other side); Priya is named by the
+    # second turn, and no turn is keyed until both sides have a name.
     assert speakers == [None, "Hannah", "Priya", "Hannah"]
     assert episodes[3][1].startswith("Hannah: We got a dog!")
     assert UserMemoryState.restore(state.snapshot()).speakers == state.speakers
