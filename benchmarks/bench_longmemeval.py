@@ -372,10 +372,17 @@ def main() -> None:
         default=None,
         help="score a blind recall set of benchmarks/recallset/ instead of LongMemEval",
     )
+    parser.add_argument(
+        "--hints",
+        action="store_true",
+        help="score the hints pushed when each question is asked as the next user turn"
+        f" (benchmarks/hint_quality.py; LongMemEval types default to {' and '.join(HINT_TYPES)})",
+    )
     args = parser.parse_args()
     started = time.perf_counter()
     pool = load_recallset(args.recallset) if args.recallset else load_questions(args.data)
-    wanted = [q for q in pool if q.question_type in args.types] if args.types else pool
+    types = args.types or (HINT_TYPES if args.hints and not args.recallset else ())
+    wanted = [q for q in pool if q.question_type in types] if types else pool
     questions = sample(wanted, per_type=args.per_type, limit=args.limit, seed=args.seed)
     # Distractor sessions come from the whole pool, not only the sampled questions.
     if args.distractors:
@@ -393,6 +400,9 @@ def main() -> None:
     tally = Tally(ks=KS)
     with tempfile.TemporaryDirectory(prefix="bench-lme-") as chroma_dir:
         bench = _open_bench(pipeline, chroma_dir)
+        if args.hints:
+            _run_hints(bench, questions, started)
+            return
         try:
             with Progress(
                 TextColumn("{task.description:<28}"),
@@ -408,6 +418,37 @@ def main() -> None:
         finally:
             bench.close()
     print_tables(tally, bench.stats, time.perf_counter() - started)
+
+
+# The questions where a later turn needs an earlier fact (issue 16, item 4).
+HINT_TYPES = ("multi-session", "knowledge-update")
+
+
+def _run_hints(bench: Bench, questions: Sequence[Question], started: float) -> None:
+    """The ``--hints`` run: each question asked as the next user turn, its hints scored."""
+    from hint_quality import HintRun, print_hint_tables
+
+    hints = HintRun(bench, TENANT)
+    try:
+        with Progress(
+            TextColumn("{task.description:<28}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+        ) as progress:
+            task = progress.add_task("question turns", total=len(questions))
+            for question in questions:
+                progress.update(task, description=question.question_type)
+                hints.run(question)
+                progress.advance(task)
+    finally:
+        hints.close()
+        bench.close()
+    print_hint_tables(hints.tally, hints.k)
+    print(
+        f"\n{len(questions)} questions, {bench.stats.turns} haystack turns ingested,"
+        f" {bench.stats.dead_letters} dead letters; wall time {time.perf_counter() - started:.0f} s"
+    )
 
 
 if __name__ == "__main__":
