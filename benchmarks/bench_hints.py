@@ -16,8 +16,10 @@ it); then the sample stream, repeated with fresh users, offered at the rate
 for ``--seconds``. Latency = the moment a read_committed consumer polling
 ``memory.hints`` every 50 ms first receives the turn's hint, minus the
 producer's create time of the turn's event; over every paced turn whose
-operations end with a ``request_hint``. The cost column is the share of paced
-user turns that requested one.
+operations end with a ``request_hint``. Beside it, the same for the request
+itself becoming readable on ``memory.ops`` (the worker's share; the rest is
+the sink's: its poll, the batch's writes, recall, the transaction). The
+cost column is the share of paced user turns that requested one.
 """
 
 from __future__ import annotations
@@ -78,6 +80,7 @@ class Run:
         self.user_turns = 0
         self.requested = 0  # paced turns whose ops end with request_hint
         self.latencies_ms: list[float] = []
+        self.request_ms: list[float] = []  # event -> its request_hint readable on memory.ops
         self.offered_s = 0.0
         self.load = ""
 
@@ -92,6 +95,29 @@ def _requested_hints(bootstrap: str, namespace: str) -> set[str]:
     return wanted
 
 
+def _wait_for_partitions(bootstrap: str, names: Sequence[str], timeout_s: float = 60.0) -> None:
+    """Until the broker's metadata lists every partition of ``names``.
+
+    A watcher assigns the partitions the metadata lists when it starts: right
+    after the topics are created it can list none, and the watcher then sees
+    nothing (a first run at 23 ev/s saw 0 of 56 hints).
+    """
+    wanted = get_settings().kafka.partitions
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        counts = kafka_admin.partition_counts(bootstrap, names)
+        if all(counts.get(name, 0) >= wanted for name in names):
+            return
+        time.sleep(0.5)
+    raise RuntimeError(f"topics {list(names)} not listed with {wanted} partitions")
+
+
+def _request_of(_topic: str, value: bytes) -> str | None:
+    """The turn a ``memory.ops`` record requests a hint for (None: another operation)."""
+    op = MemoryOperation.model_validate_json(value)
+    return op.hint.event_id if op.op_type is OpType.REQUEST_HINT and op.hint else None
+
+
 def measure(bootstrap: str, rate: float, seconds: float) -> Run:
     """Backlog (warm-up), then the paced stream at ``rate``; hint latency per triggering turn."""
     settings = get_settings()
@@ -104,17 +130,20 @@ def measure(bootstrap: str, rate: float, seconds: float) -> Run:
     chroma_dir = Path(tempfile.mkdtemp(prefix="bench-hints-chroma-"))
     jobs: list[Job] = []
     watcher: Watcher | None = None
+    requests: Watcher | None = None
     run = Run(rate)
     try:
         _create_topics(bootstrap, namespace)
         kafka_admin.ensure_topics(
             bootstrap, [kafka_admin.TopicSpec(topics.hints, settings.kafka.partitions)]
         )
+        _wait_for_partitions(bootstrap, [topics.hints, topics.memory_ops])
         watcher = Watcher(
             bootstrap,
             [topics.hints],
             lambda _topic, value: MemoryHint.model_validate_json(value).event_id,
         )
+        requests = Watcher(bootstrap, [topics.memory_ops], _request_of)
         publish(bootstrap, namespace, backlog, rate=None)
         worker = _start(FAUST, namespace, 0.0)
         jobs.append(worker)
@@ -143,12 +172,15 @@ def measure(bootstrap: str, rate: float, seconds: float) -> Run:
         run.user_turns = len(paced_turns)
         run.requested = len(requested)
         run.latencies_ms = [float(seen[e] - sent[e]) for e in sorted(requested) if e in seen]
+        asked = dict(requests.first_seen_ms)
+        run.request_ms = [float(asked[e] - sent[e]) for e in sorted(requested) if e in asked]
         return run
     finally:
         for job in jobs:
             job.stop()
-        if watcher is not None:
-            watcher.close()
+        for reader in (watcher, requests):
+            if reader is not None:
+                reader.close()
         drop_store_namespace(settings, store_namespace)
         shutil.rmtree(chroma_dir, ignore_errors=True)
         mine = [t for t in kafka_admin.list_topics(bootstrap) if t.startswith(namespace)]
@@ -168,6 +200,7 @@ def table(runs: Sequence[Run]) -> Table:
         "p50 ms",
         "p95 ms",
         "max ms",
+        "-> request on memory.ops p50 / p95 ms",
         "load 1-min (start -> end)",
     ):
         out.add_column(column, justify="right")
@@ -183,6 +216,7 @@ def table(runs: Sequence[Run]) -> Table:
             f"{percentile(lat, 0.5):,.0f}",
             f"{percentile(lat, 0.95):,.0f}",
             f"{max(lat, default=float('nan')):,.0f}",
+            f"{percentile(run.request_ms, 0.5):,.0f} / {percentile(run.request_ms, 0.95):,.0f}",
             run.load,
         )
     return out

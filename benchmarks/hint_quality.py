@@ -17,10 +17,10 @@ question, against the stores of the bench:
    "always recall" composes one through the same composer for every question
    turn, from a request routed as the pipeline routes one.
 
-A recall set's questions share their conversation's haystack: each question
-turn starts from the same snapshot, but the stores keep the operations of the
-question turns asked before it (its own episode among them), a small
-pollution the LongMemEval oracle (one haystack per question) does not have.
+A recall set's questions share their conversation's haystack; here each
+question gets it ingested afresh (under its own user), so no question turn's
+writes are in the stores when another is asked. That costs an ingest per
+question: use ``--limit`` on the recall sets.
 """
 
 from __future__ import annotations
@@ -107,13 +107,7 @@ class HintRun:
         bench = self.bench
         bench.clock.now = question.asked_at
         held = self._haystack(question)
-        owner = held.owner
-        ask = question_event(owner, self.tenant_id).model_copy(
-            update={
-                "event_id": f"lme-{question.question_id}-{ASK_TURN_ID}",
-                "text": question.question,
-            }
-        )
+        ask = question_event(question, self.tenant_id)
         # After the haystack's offsets: the review skips an offset it has seen.
         record = SourceRecord(
             DIALOGUE_EVENTS, 0, held.offsets, ask.key.encode(), ask.model_dump_json().encode()
@@ -143,7 +137,10 @@ class HintRun:
         self.tally.add_user_turns(*fired_user_turns([result]))
 
     def _haystack(self, question: Question) -> _Held:
-        key = haystack_key(question)
+        # One haystack per question, also where a recall set's questions share
+        # one: an earlier question turn's writes (its episode) would otherwise
+        # sit in the stores, and a hint could recall them.
+        key = (question.question_id, *haystack_key(question))
         if self._held is not None and self._held.key == key:
             return self._held
         self._erase()
@@ -217,10 +214,10 @@ def print_hint_tables(tally: HintTally, k: int) -> None:
     header = "".join(f"{p:>12}" for p in POLICIES)
     print(f"{'question type':<26}{'n':>4}{'fired':>8}{header}")
     for question_type in [*tally.types(), None]:
-        cells = "".join(f"{tally.share(p, question_type):>12.3f}" for p in POLICIES[:2])
+        cells = "".join(f"{tally.share(p, question_type):>12.3f}" for p in POLICIES)
         print(
             f"{question_type or 'overall':<26}{tally.count(question_type):>4}"
-            f"{tally.fire_share(question_type):>8.3f}{cells}{0.0:>12.3f}"
+            f"{tally.fire_share(question_type):>8.3f}{cells}"
         )
     print(
         f"\ntrigger keeps {tally.captured():.3f} of always-recall's evidence;"

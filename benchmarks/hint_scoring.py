@@ -8,6 +8,10 @@ are compared on the same turns:
   turn in their lineage.
 - ``always``: recall run for every question turn (the same composer, as if the
   trigger always fired): the upper bound of any trigger policy.
+- ``one signal``: a counterfactual of the same run, the trigger firing on any
+  single signal (``implicit_min_signals`` 1): the always-recall hint counted
+  when at least one signal fired on the turn (the hint's recall would be the
+  same; only the gate differs).
 - ``never``: no hint, so 0 by definition (printed for the table's sake).
 
 The cost is the share of user turns that fire, over every user turn ingested.
@@ -21,7 +25,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-POLICIES = ("triggered", "always", "never")
+POLICIES = ("triggered", "one signal", "always", "never")
 
 
 def holds_evidence(hit_turns: Iterable[str | None], evidence: set[str]) -> bool:
@@ -56,7 +60,10 @@ class HintTally:
         self.asked[question_type] += 1
         self.fired[question_type] += fired
         self.held["triggered"][question_type] += fired and holds_evidence(hint_turns, evidence)
-        self.held["always"][question_type] += holds_evidence(always_turns, evidence)
+        signals = list(signals)
+        always = holds_evidence(always_turns, evidence)
+        self.held["always"][question_type] += always
+        self.held["one signal"][question_type] += always and bool(signals)
         self.signals.update(signals)
 
     def add_user_turns(self, turns: int, fired: int) -> None:

@@ -53,6 +53,9 @@ def test_a_hint_counts_only_when_the_trigger_fired() -> None:
     assert tally.share("triggered") == 0.25
     assert tally.share("always") == 0.5
     assert tally.share("never") == 0.0
+    # The one-signal counterfactual: always-recall's hit, where any signal fired.
+    assert tally.share("one signal", "multi-session") == 0.5
+    assert tally.share("one signal", "knowledge-update") == 0.0
     assert tally.fire_share() == 0.5
     assert tally.captured() == 0.5
     assert tally.signals["semantic_shift"] == 1
