@@ -205,6 +205,8 @@ class SinkJob:
         self.hints = hints if hints is not None else _hint_composer(config)
         self.applied = 0
         self.hints_published = 0
+        # What this sink last committed per (topic, partition).
+        self._committed: dict[tuple[str, int], int] = {}
 
     def run(self, stop: threading.Event) -> None:
         """Consume until ``stop`` is set; the batch in hand completes and is committed first."""
@@ -215,6 +217,7 @@ class SinkJob:
                 if not messages:
                     if not self._apply([], stop):  # a lane's spool probe may be due
                         return
+                    self._commit_moved()
                     continue
                 ops, appended, requested, letters = self._decode(messages)
                 if not self._apply(ops, stop):
@@ -226,9 +229,11 @@ class SinkJob:
                     for letter in letters:
                         self._produce(self.config.topics.dlq, letter.model_dump_json(), letter.key)
                     self._publish_hints(requested)
+                    offsets = self._positions(messages)
                     self.producer.send_offsets_to_transaction(
-                        next_offsets(messages), self.consumer.consumer_group_metadata()
+                        offsets, self.consumer.consumer_group_metadata()
                     )
+                self._committed.update({(tp.topic, tp.partition): tp.offset for tp in offsets})
                 metrics.BATCHES_COMMITTED.inc()
                 self.applied += len(ops)
         finally:
@@ -236,6 +241,55 @@ class SinkJob:
             self.hints.close()
             for lane in self.lanes:
                 lane.sink.close()
+
+    def _commit_moved(self) -> None:
+        """Commit positions that moved with no record to apply: past a commit marker.
+
+        A transaction's commit marker read after the batch before it was
+        committed moves the consumer's position without handing it a record;
+        left uncommitted, the group stays one offset short of the log end.
+        """
+        assigned = self.consumer.assignment()
+        if not assigned:
+            return
+        moved = [
+            tp
+            for tp in self.consumer.position(assigned)
+            if tp.offset is not None
+            and tp.offset >= 0
+            and tp.offset > self._committed.get((tp.topic, tp.partition), -1)
+        ]
+        if not moved:
+            return
+        with transaction(self.producer):
+            self.producer.send_offsets_to_transaction(
+                moved, self.consumer.consumer_group_metadata()
+            )
+        self._committed.update({(tp.topic, tp.partition): tp.offset for tp in moved})
+
+    def _positions(self, messages: Sequence[Message]) -> list[TopicPartition]:
+        """What the batch commits: per partition it read, the consumer's position after it.
+
+        One past the batch's last record is not always the end of what was
+        consumed: on a topic written in transactions (the Flink job's
+        ``memory.ops``), a commit marker follows the last record. Committing
+        before it would leave the group one offset short of the log end for
+        ever (``memstream run`` waits for the end). The consumer's position
+        has stepped over markers it read, as the plain commit did before the
+        sink committed in a transaction.
+        """
+        batch = next_offsets(messages)
+        positions = {
+            (tp.topic, tp.partition): tp.offset
+            for tp in self.consumer.position(batch)
+            if tp.offset is not None and tp.offset >= 0
+        }
+        return [
+            TopicPartition(
+                tp.topic, tp.partition, max(tp.offset, positions.get((tp.topic, tp.partition), 0))
+            )
+            for tp in batch
+        ]
 
     def _publish_hints(self, requested: Sequence[Requested]) -> None:
         """Recall for the batch's hint requests; their hints join the batch's transaction."""
