@@ -378,6 +378,12 @@ def main() -> None:
         help="score the hints pushed when each question is asked as the next user turn"
         f" (benchmarks/hint_quality.py; LongMemEval types default to {' and '.join(HINT_TYPES)})",
     )
+    parser.add_argument(
+        "--hint-session",
+        choices=("last", "new"),
+        default="last",
+        help="with --hints: ask in the haystack's last session, or as a new session's first turn",
+    )
     args = parser.parse_args()
     started = time.perf_counter()
     pool = load_recallset(args.recallset) if args.recallset else load_questions(args.data)
@@ -401,7 +407,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="bench-lme-") as chroma_dir:
         bench = _open_bench(pipeline, chroma_dir)
         if args.hints:
-            _run_hints(bench, questions, started)
+            _run_hints(bench, questions, started, new_session=args.hint_session == "new")
             return
         try:
             with Progress(
@@ -424,11 +430,13 @@ def main() -> None:
 HINT_TYPES = ("multi-session", "knowledge-update")
 
 
-def _run_hints(bench: Bench, questions: Sequence[Question], started: float) -> None:
+def _run_hints(
+    bench: Bench, questions: Sequence[Question], started: float, *, new_session: bool
+) -> None:
     """The ``--hints`` run: each question asked as the next user turn, its hints scored."""
     from hint_quality import HintRun, print_hint_tables
 
-    hints = HintRun(bench, TENANT)
+    hints = HintRun(bench, TENANT, new_session=new_session)
     try:
         with Progress(
             TextColumn("{task.description:<28}"),

@@ -54,16 +54,18 @@ if TYPE_CHECKING:
 ASK_TURN_ID = "ask"  # the question turn's turn id: never an evidence turn's
 
 
-def question_event(question: Question, tenant_id: str) -> DialogueEvent:
-    """The question as the next user turn of the haystack's last session."""
+def question_event(
+    question: Question, tenant_id: str, *, new_session: bool = False
+) -> DialogueEvent:
+    """The question as the next user turn of the haystack's last session (or of a new one)."""
     last = question.turns[-1]
     index = max(t.index for t in question.turns if t.session_id == last.session_id) + 1
     return DialogueEvent(
         event_id=f"lme-{question.question_id}-{ASK_TURN_ID}",
         tenant_id=tenant_id,
         user_id=question.question_id,
-        session_id=last.session_id,
-        turn_index=index,
+        session_id=f"{last.session_id}-{ASK_TURN_ID}" if new_session else last.session_id,
+        turn_index=0 if new_session else index,
         turn_id=ASK_TURN_ID,
         role=Role.USER,
         text=question.question,
@@ -89,9 +91,10 @@ class _Held:
 class HintRun:
     """Runs the question turns of a bench and tallies the hints (replaces ``Bench.run``)."""
 
-    def __init__(self, bench: Bench, tenant_id: str) -> None:
+    def __init__(self, bench: Bench, tenant_id: str, *, new_session: bool = False) -> None:
+        """``new_session``: ask each question as the first turn of a session of its own."""
         settings = get_settings()
-        self.bench, self.tenant_id = bench, tenant_id
+        self.bench, self.tenant_id, self.new_session = bench, tenant_id, new_session
         claims = HintClaims(
             redis.Redis.from_url(settings.redis.url, decode_responses=True),
             namespace=bench.namespace,
@@ -107,7 +110,7 @@ class HintRun:
         bench = self.bench
         bench.clock.now = question.asked_at
         held = self._haystack(question)
-        ask = question_event(question, self.tenant_id)
+        ask = question_event(question, self.tenant_id, new_session=self.new_session)
         # After the haystack's offsets: the review skips an offset it has seen.
         record = SourceRecord(
             DIALOGUE_EVENTS, 0, held.offsets, ask.key.encode(), ask.model_dump_json().encode()
