@@ -62,6 +62,16 @@ EXPLICIT_CUES = _words(
     )
     + r"|(?:said|mentioned|told\s+you|asked|discussed|agreed|ordered|booked)"
     + r"\s+(?:it\s+|that\s+|this\s+)?(?:earlier|before)"
+    # A question about the user's own past or details is a reference to what
+    # the memory holds, however it is worded: "How many trips did I take?",
+    # "Which hotel did I stay at?", "What's my account number?", "When was my
+    # last delivery?". Without it the trigger fired on none of the LongMemEval
+    # multi-session and knowledge-update questions asked as the next turn
+    # (docs/predictive.md, "Measured").
+    + r"|(?:what|when|where|which|who|whom|whose|why|how(?:\s+(?:many|much|long|often|old))?)"
+    + r"\b[^.?!]{0,80}?\b(?:did|have|had|was|were)\s+(?:i|we)"
+    + r"|(?:what|when|where|which|who|how)(?:'s|’s|\s+is|\s+was|\s+were|\s+are)"
+    + r"\s+(?:my|our)"
 )
 
 

@@ -114,7 +114,9 @@ def test_questions_and_statements_are_no_drift() -> None:
 
 
 def test_undefined_entity_fires_alone_and_does_not_trigger() -> None:
-    decision = Session().decide("What is my membership tier?")
+    # A statement: asked as a question ("What is my membership tier?") it is an
+    # explicit reference to what memory holds.
+    decision = Session().decide("I'd like to upgrade my membership tier.")
     assert decision.fired == (SignalName.UNDEFINED_ENTITY,)
     assert decision.signals[0].evidence == "my membership tier"
     assert not decision.triggered
@@ -184,6 +186,12 @@ def test_mild_or_positive_emotion_does_not_fire(text: str) -> None:
         "You told me it would be free.",
         "Could you book what I ordered before?",
         "We talked about a discount.",
+        "How many weddings did I attend this year?",
+        "Which hotel did we stay at in Lisbon?",
+        "What's my account number again?",
+        "When was my last delivery?",
+        "What was my first car?",
+        "What is my membership tier?",
     ],
 )
 def test_explicit_cue_triggers_alone(text: str) -> None:
@@ -200,7 +208,18 @@ def test_parser_cue_counts_as_explicit() -> None:
     assert decision.reason is TriggerReason.EXPLICIT
 
 
-@pytest.mark.parametrize("text", ["Can you come earlier?", "I have never been there before."])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Can you come earlier?",
+        "I have never been there before.",
+        # Questions that ask nothing of the user's past or details.
+        "What time do you open on Sundays?",
+        "How do you reset a router?",
+        "Which plan is cheapest?",
+        "I was wondering what the weather is like.",
+    ],
+)
 def test_earlier_and_before_alone_are_no_cue(text: str) -> None:
     assert explicit_cues(text) == []
 
