@@ -10,28 +10,13 @@ from typing import Any
 import pytest
 
 from memstream.data import sample_dir
-from pipelines.encode import Encoder
 from pipelines.errors import StageError
-from pipelines.extract import FactExtractor, extract_crm
 from pipelines.ingest import IngestPipeline, IngestResult, SourceRecord, dead_letter
-from pipelines.parse import DialogueParser
 from pipelines.review import Reviewer, UserMemoryState
 from schemas.deadletter import DeadLetterReason
 from schemas.topics import CRM_WEBHOOKS, DIALOGUE_EVENTS, USER_ACTIONS
 
 SAMPLE = sample_dir()
-
-
-@pytest.fixture(scope="module")
-def pipeline() -> IngestPipeline:
-    parser = DialogueParser.load()
-    return IngestPipeline(
-        parser=parser,
-        extractor=FactExtractor.load(parser),
-        crm_extractor=extract_crm,
-        encoder=Encoder.load(None),
-        reviewer=Reviewer(),
-    )
 
 
 def _records(topic: str, limit: int) -> list[SourceRecord]:

@@ -13,13 +13,9 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-import pytest
-
 from pipelines.behaviour import BehaviourConfig
-from pipelines.encode import Encoder
-from pipelines.extract import FactExtractor, extract_crm
+from pipelines.extract import extract_crm
 from pipelines.ingest import IngestPipeline, IngestResult, SourceRecord
-from pipelines.parse import DialogueParser
 from pipelines.review import Reviewer, UserMemoryState
 from schemas.memory import MemoryKind, ReviewStage
 from schemas.ops import MemoryOperation, OpType
@@ -27,18 +23,6 @@ from schemas.topics import DIALOGUE_EVENTS, USER_ACTIONS
 
 T0 = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
 KEY = "acme:pat"
-
-
-@pytest.fixture(scope="module")
-def pipeline() -> IngestPipeline:
-    parser = DialogueParser.load()
-    return IngestPipeline(
-        parser=parser,
-        extractor=FactExtractor.load(parser),
-        crm_extractor=extract_crm,
-        encoder=Encoder.load(None),
-        reviewer=Reviewer(),
-    )
 
 
 def _ts(minutes: float) -> str:

@@ -7,9 +7,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from pipelines.encode import Encoder
-from pipelines.extract import FactExtractor, extract_crm
 from pipelines.ingest import IngestPipeline, SourceRecord
-from pipelines.parse import DialogueParser
 from pipelines.review import Reviewer, UserMemoryState
 from pipelines.speakers import (
     MAX_NAMES_PER_ROLE,
@@ -92,18 +90,6 @@ def test_a_turn_is_keyed_only_once_both_sides_are_named() -> None:
 def test_keyed_puts_the_name_first_only_when_known() -> None:
     assert keyed("Hannah", "we got a dog") == "Hannah: we got a dog"
     assert keyed(None, "we got a dog") == "we got a dog"
-
-
-@pytest.fixture(scope="module")
-def pipeline() -> IngestPipeline:
-    parser = DialogueParser.load()
-    return IngestPipeline(
-        parser=parser,
-        extractor=FactExtractor.load(parser),
-        crm_extractor=extract_crm,
-        encoder=Encoder.load(None),
-        reviewer=Reviewer(),
-    )
 
 
 CHAT = [
