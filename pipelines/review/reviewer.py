@@ -13,6 +13,7 @@ applied offset of its (topic, partition) gives none.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import NamedTuple
@@ -36,6 +37,8 @@ from schemas.memory import Encoding, MemoryRecord, Polarity, ReviewOutcome, Revi
 from schemas.ops import MemoryOperation, WorkingTurn
 
 Clock = Callable[[], datetime]
+
+_WORD = re.compile(r"\w+")
 
 
 class _Late(NamedTuple):
@@ -253,6 +256,9 @@ class Reviewer:
         if gate.gate is Gate.SKIP:
             state.count("skipped")
             return []
+        if gate.cause is PendingCause.NOT_USER and self._echoes(state, fact, chain, at):
+            state.count("agent_echo")
+            return []
         if invalid is not None:
             state.count("invalid_value")
         elif late is not None:
@@ -330,6 +336,29 @@ class Reviewer:
             reason=f"said at {fact.event_ts.isoformat()}, before the current "
             f"{head.statement()!r} (since {head.valid_from.isoformat()}), and arrived after it",
         )
+
+    def _echoes(
+        self, state: UserMemoryState, fact: ExtractedFact, chain: str, at: datetime
+    ) -> bool:
+        """Whether an agent's claim only repeats what the user's memory already holds.
+
+        Agents read back what they were told ("Noted, mobile 555-0178", "No
+        mushrooms, noted", "I'll post it to 9 Oak Lane"). Queuing that for the
+        user's confirmation asks them to confirm their own words, and the queue
+        fills with duplicates of current facts. It is not the user's word either,
+        so it confirms nothing: it is dropped. A claim that adds a detail ("May
+        16 at 4 pm" over "May 16") is new and still waits for the user.
+        """
+        head = state.heads.get(chain)
+        if head is None or not head.is_current(at) or head.polarity is not fact.polarity:
+            return False
+        if same_statement(head, chain, fact.object, fact.polarity, fact.event_ts):
+            return True
+        spec = self._spec(fact.subject, fact.predicate)
+        said, held = (
+            _WORD.findall(spec.normalise(v).casefold()) for v in (fact.object, head.object)
+        )
+        return bool(said) and set(said) <= set(held)
 
     def _disputed(
         self, state: UserMemoryState, fact: ExtractedFact, at: datetime

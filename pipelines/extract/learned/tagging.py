@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from pipelines.extract.learned.compose import composes
-from pipelines.extract.learned.windows import joins, one_window, time_kinds
+from pipelines.extract.learned.windows import closes_range, joins, one_window, time_kinds
 from pipelines.vocabulary import PredicateSpec, Vocabulary, default_vocabulary
 
 USER = "user"
@@ -644,9 +644,19 @@ def decode(
             if n_context != in_context or n_span.label != span.label:
                 break
             n_raw = text[tokens[n_first].start : tokens[n_last - 1].end]
-            if not joins(kinds, n_raw, [t.text for t in tokens[last:n_first]]):
+            gap = [t.text for t in tokens[last:n_first]]
+            opening = [t.text for t in tokens[max(first - 1, 0) : last]]
+            if closes_range(opening, n_raw, gap):
+                # The range's own words stay: "between 8am and noon", "9 to 5".
+                opener = (
+                    first - 1 if first and tokens[first - 1].text.casefold() == "between" else first
+                )
+                raw = text[tokens[opener].start : tokens[n_last - 1].end]
+            elif joins(kinds, n_raw, gap):
+                raw = f"{raw} {n_raw}"
+            else:
                 break
-            raw, score, last = f"{raw} {n_raw}", min(score, n_span.score), n_last
+            score, last = min(score, n_span.score), n_last
             kinds |= time_kinds(n_raw)
             i += 1
         if i < len(parts) and spec.type == "text" and parts[i][0] == in_context:

@@ -7,6 +7,11 @@ windows) and decoding (predicted parts joined) never disagree: each part
 adds a kind the window lacks (a day, a date, a time of day), with at most a
 few filler tokens between parts and no word that separates alternatives or
 clauses. "Monday or Wednesday" stays two facts (same kind, and "or").
+
+A range is the exception to "a new kind": "between 8 am and noon", "from 9
+to 5", "between Monday and Wednesday" name one window by its two ends, so a
+part of the same kind joins when a range word opened the window and one range
+connective stands between them (``closes_range``, decoding only).
 """
 
 from __future__ import annotations
@@ -83,3 +88,18 @@ def joins(window: frozenset[TimeKind], part: str, gap: Sequence[str]) -> bool:
 def one_window(first: str, second: str, gap: Sequence[str]) -> bool:
     """Whether two time spans, ``gap`` being the tokens between them, form one window."""
     return joins(time_kinds(first), second, gap)
+
+
+_RANGE_OPENERS = frozenset({"between", "from"})
+_RANGE_LINKS = frozenset({"and", "to", "-", "–", "until", "till", "til", "through", "thru"})
+
+
+def closes_range(opening: Sequence[str], part: str, gap: Sequence[str]) -> bool:
+    """Whether ``part`` is the far end of a range ``opening`` began.
+
+    ``opening`` is the window's words so far with the word just before it
+    ("between", "april 15 between 8am"); ``gap`` the tokens up to ``part``.
+    """
+    if len(gap) != 1 or gap[0].casefold() not in _RANGE_LINKS or not time_kinds(part):
+        return False
+    return any(word.casefold() in _RANGE_OPENERS for word in opening)

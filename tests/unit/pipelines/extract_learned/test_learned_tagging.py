@@ -187,6 +187,45 @@ def test_an_address_tagged_in_parts_around_a_comma_decodes_as_one() -> None:
     assert sorted(t.obj for t in triples) == ["200 market street, 7th floor", "leeds", "york"]
 
 
+@pytest.mark.parametrize(
+    ("text", "ends", "expected"),
+    [
+        (
+            "Come on April 15 between 8 am and noon.",
+            [("April", "am"), ("noon", "noon")],
+            ["april 15 between 8am and noon"],
+        ),
+        ("I'm in from 9 to 5.", [("9", "9"), ("5", "5")], ["9 to 5"]),
+        (
+            "Any time between Monday and Wednesday.",
+            [("Monday", "Monday"), ("Wednesday", "Wednesday")],
+            ["between monday and wednesday"],
+        ),
+        # No range word opened it: two times, two facts.
+        (
+            "Monday and Wednesday suit me.",
+            [("Monday", "Monday"), ("Wednesday", "Wednesday")],
+            ["monday", "wednesday"],
+        ),
+        # A range word but no single range link between the ends.
+        (
+            "From Monday, or else Friday.",
+            [("Monday", "Monday"), ("Friday", "Friday")],
+            ["friday", "monday"],
+        ),
+    ],
+)
+def test_a_range_said_by_its_two_ends_decodes_as_one_window(
+    text: str, ends: list[tuple[str, str]], expected: list[str]
+) -> None:
+    encoded = encode("", text, "user")
+    words = encoded.words
+    spans = [
+        LabelledSpan("appointment_time", words.index(a), words.index(b) + 1, 0.9) for a, b in ends
+    ]
+    assert sorted(t.obj for t in decode(encoded, spans)) == expected
+
+
 def test_decoding_keeps_context_spans_apart_and_drops_values_of_the_wrong_type() -> None:
     encoded = encode("Would Tuesday suit?", "Yes.", "user")
     tuesday = encoded.words.index("Tuesday")

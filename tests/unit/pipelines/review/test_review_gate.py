@@ -7,7 +7,7 @@ from review_helpers import DAY, T0, Feed, fact, record, types
 
 from schemas.events import ActionType
 from schemas.facts import Assertor
-from schemas.memory import MemoryState, Tier
+from schemas.memory import MemoryState, Polarity, Tier
 
 
 @pytest.mark.parametrize(
@@ -59,6 +59,43 @@ def test_agent_assertions_wait_for_the_user_then_commit_on_confirm() -> None:
 def test_an_agent_cannot_make_its_own_claim_authoritative() -> None:
     claim = fact("e1", "city", "Lyon", asserted_by=Assertor.AGENT, authoritative=True)
     assert types(Feed().say("e1", claim)) == ["append_turn", "add_pending"]
+
+
+@pytest.mark.parametrize(
+    ("said", "echo"),
+    [
+        ("9 Oak Lane, Riverside", "9 oak lane, riverside"),  # read back as said
+        ("9 Oak Lane, Riverside", "9 Oak Lane"),  # read back with less detail
+        ("+1 555 0178", "555-0178"),  # another surface form of the same number
+    ],
+)
+def test_an_agent_reading_back_a_current_fact_queues_nothing(said: str, echo: str) -> None:
+    predicate = "phone_number" if "555" in said else "address"
+    feed = Feed()
+    feed.say("e1", fact("e1", predicate, said))
+    claim = fact("e2", predicate, echo, asserted_by=Assertor.AGENT)
+    assert types(feed.say("e2", claim, ts=T0 + DAY)) == ["append_turn"]
+    assert not feed.state.pending
+    assert feed.state.counters["agent_echo"] == 1
+
+
+@pytest.mark.parametrize(
+    ("said", "claim", "polarity"),
+    [
+        ("may 16", "may 16 at 4pm", "affirmed"),  # adds a detail
+        ("9 Oak Lane", "12 Birch Court", "affirmed"),  # another value
+        ("sms", "sms", "negated"),  # the user said SMS; the agent says "no SMS"
+    ],
+)
+def test_an_agent_claim_that_adds_or_changes_anything_still_waits(
+    said: str, claim: str, polarity: str
+) -> None:
+    predicate = {"sms": "contact_channel", "may 16": "travel_time"}.get(said, "address")
+    feed = Feed()
+    feed.say("e1", fact("e1", predicate, said))
+    agent = fact("e2", predicate, claim, asserted_by=Assertor.AGENT, polarity=Polarity(polarity))
+    assert types(feed.say("e2", agent, ts=T0 + DAY)) == ["append_turn", "add_pending"]
+    assert "agent_echo" not in feed.state.counters
 
 
 def _vegan_then_bacon(feed: Feed) -> str:
