@@ -15,11 +15,61 @@ from pipelines.review.gate import promoted_tiers
 from pipelines.review.rules import attribute
 from pipelines.review.state import UserMemoryState
 from pipelines.route import Close, Decision, ResolvePending, SetStatus, Upsert
-from schemas.memory import MemoryKind, MemoryRecord, MemoryState, Polarity, ReviewOutcome
+from schemas.facts import ExtractedFact
+from schemas.ids import fact_id
+from schemas.lineage import SourceLineage
+from schemas.memory import (
+    Encoding,
+    MemoryKind,
+    MemoryRecord,
+    MemoryState,
+    Polarity,
+    ReviewOutcome,
+)
 from schemas.ops import StatusEntry
 
 # StatusEntry.name is at most 64 characters (schemas/ops.py).
 _STATUS_NAME_MAX = 64
+
+
+def candidate(
+    fact: ExtractedFact,
+    chain: str,
+    *,
+    at: datetime,
+    expires_at: datetime | None,
+    review: list[ReviewOutcome],
+    lineage: SourceLineage,
+    encoding: Encoding | None,
+) -> MemoryRecord:
+    """The version 1 a reviewed fact would be on ``chain``, before the gate and conflict stages.
+
+    ``review`` holds its fact check and timeliness outcomes. Said facts
+    (reviewer.py) and observed behaviour (observed.py) become records this one way.
+    """
+    return MemoryRecord(
+        fact_id=fact_id(chain, fact.event_id, fact.object, fact.polarity.value),
+        chain_id=chain,
+        tenant_id=fact.tenant_id,
+        user_id=fact.user_id,
+        session_id=fact.session_id,
+        subject=fact.subject,
+        predicate=fact.predicate,
+        object=fact.object,
+        polarity=fact.polarity,
+        kind=fact.kind,
+        text=fact.text,
+        intent=fact.intent,
+        confidence=fact.confidence,
+        authoritative=fact.authoritative,
+        valid_from=fact.event_ts,
+        recorded_at=at,
+        expires_at=expires_at,
+        confirmed_by=[fact.event_id],
+        review=review,
+        lineage=lineage,
+        encoding=encoding,
+    )
 
 
 def commit(

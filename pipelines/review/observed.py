@@ -29,11 +29,11 @@ from collections.abc import Sequence
 from datetime import datetime
 
 from pipelines.behaviour import BehaviourItem
-from pipelines.review.commit import commit
+from pipelines.review.commit import candidate, commit
 from pipelines.review.config import ReviewConfig
 from pipelines.review.state import UserMemoryState
 from pipelines.route import Decision
-from schemas.ids import chain_id, fact_id
+from schemas.ids import chain_id
 from schemas.lineage import SourceLineage
 from schemas.memory import Encoding, MemoryRecord, ReviewOutcome, ReviewStage
 
@@ -72,24 +72,11 @@ def review_observed(
             reason=f"observed behaviour: window support {fact.confidence:.2f}, "
             "nothing for a human to confirm",
         )
-        cand = MemoryRecord(
-            fact_id=fact_id(chain, fact.event_id, fact.object, fact.polarity.value),
-            chain_id=chain,
-            tenant_id=fact.tenant_id,
-            user_id=fact.user_id,
-            session_id=fact.session_id,
-            subject=fact.subject,
-            predicate=fact.predicate,
-            object=fact.object,
-            polarity=fact.polarity,
-            kind=fact.kind,
-            text=fact.text,
-            intent=fact.intent,
-            confidence=fact.confidence,
-            valid_from=fact.event_ts,
-            recorded_at=at,
+        cand = candidate(
+            fact,
+            chain,
+            at=at,
             expires_at=item.expires_at,
-            confirmed_by=[fact.event_id],
             review=[checked, timely],
             lineage=lineage,
             encoding=encoding,

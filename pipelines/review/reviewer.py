@@ -19,7 +19,7 @@ from datetime import datetime
 from typing import NamedTuple
 
 from pipelines.behaviour import BehaviourItem
-from pipelines.review.commit import commit
+from pipelines.review.commit import candidate, commit
 from pipelines.review.config import ReviewConfig
 from pipelines.review.gate import Gate, hitl
 from pipelines.review.observed import review_observed
@@ -31,7 +31,7 @@ from pipelines.route import AppendTurn, Decision, EraseUser, route
 from pipelines.vocabulary import PredicateSpec, default_vocabulary
 from schemas.events import ActionType, CrmWebhook, DialogueEvent, InputEvent, UserAction
 from schemas.facts import ExtractedFact
-from schemas.ids import chain_id, fact_id
+from schemas.ids import chain_id
 from schemas.lineage import SourceLineage
 from schemas.memory import Encoding, MemoryRecord, Polarity, ReviewOutcome, ReviewStage
 from schemas.ops import MemoryOperation, WorkingTurn
@@ -263,25 +263,11 @@ class Reviewer:
             state.count("invalid_value")
         elif late is not None:
             state.count("late_value")
-        cand = MemoryRecord(
-            fact_id=fact_id(chain, fact.event_id, fact.object, fact.polarity.value),
-            chain_id=chain,
-            tenant_id=fact.tenant_id,
-            user_id=fact.user_id,
-            session_id=fact.session_id,
-            subject=fact.subject,
-            predicate=fact.predicate,
-            object=fact.object,
-            polarity=fact.polarity,
-            kind=fact.kind,
-            text=fact.text,
-            intent=fact.intent,
-            confidence=fact.confidence,
-            authoritative=fact.authoritative,
-            valid_from=fact.event_ts,
-            recorded_at=at,
+        cand = candidate(
+            fact,
+            chain,
+            at=at,
             expires_at=expires_at,
-            confirmed_by=[fact.event_id],
             review=[checked, timely],
             lineage=lineage,
             encoding=encoding,
