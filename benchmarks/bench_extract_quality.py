@@ -29,10 +29,13 @@ from pipelines.extract.learned.model import MODEL_PATH as LEARNED_MODEL
 from pipelines.extract.typed import window_part
 from pipelines.extract.vocabulary import canonical_phone, canonical_time
 from pipelines.parse import DialogueParser
+from pipelines.review import Reviewer, UserMemoryState
 from pipelines.vocabulary import default_vocabulary
 from schemas.events import DialogueEvent, Role
-from schemas.facts import Assertor
+from schemas.facts import Assertor, ExtractedFact
+from schemas.lineage import SourceLineage
 from schemas.memory import Polarity
+from schemas.topics import DIALOGUE_EVENTS
 
 DEVSET = Path(__file__).parent / "devset" / "conversations.txt"
 # Written before any error analysis and never used to tune rules (devset/README.md).
@@ -53,6 +56,7 @@ BLIND_SPLITS = (
     *("friends_f", "cs_trades"),  # stop 22
     *("friends_g", "cs_mixed"),  # stop 23
     *("friends_h", "cs_new"),  # stop 24
+    *("friends_i", "cs_rental"),  # stop 26
 )
 # Which LongMemEval questions the natural-dialogue compression samples.
 NATURAL_SEED = 29
@@ -196,10 +200,18 @@ def baseline_extract(event: DialogueEvent) -> list[tuple[str, str, bool, float]]
 
 # --- scoring ------------------------------------------------------------------
 Predicted = dict[int, list[tuple[str, str, bool, float, bool]]]  # turn -> (p, o, neg, conf, update)
+# Turn -> the user's current facts (p, o, negated) right after it, for turns with a gold update.
+Current = dict[int, list[tuple[str, str, bool]]]
 
 
-def score(turns: list[Turn], predicted: Predicted) -> dict[str, float]:
-    """All quality metrics of one extractor's output over the dev set."""
+def score(
+    turns: list[Turn], predicted: Predicted, current: Current | None = None
+) -> dict[str, float]:
+    """All quality metrics of one extractor's output over the dev set.
+
+    ``current`` (the review's state after each update turn) scores "current
+    value after an update"; without it that metric is 0.
+    """
     tp = n_pred = n_gold = 0
     neg_total = neg_hit = pol_total = pol_ok = 0
     hedge_total = hedge_ok = hedge_committed = upd_total = upd_hit = 0
@@ -258,7 +270,32 @@ def score(turns: list[Turn], predicted: Predicted) -> dict[str, float]:
         "hedge handling": hedge_ok / hedge_total if hedge_total else 0.0,
         "hedged committed (must be 0)": hedge_committed,
         "update recall": upd_hit / upd_total if upd_total else 0.0,
+        "current after update": _current_after_update(turns, current or {}),
     }
+
+
+def _current_after_update(turns: list[Turn], current: Current) -> float:
+    """The share of the user's gold updates whose new value is current right after the turn.
+
+    This is what an agent reads (issue 12: "current value after an update"):
+    the extractor's facts went through the real review (chains, negations,
+    the gate), so a value stored under another predicate, left pending, or
+    still behind the old value counts as a miss. An agent's claim waits for
+    the user's confirmation by design and is not counted.
+    """
+    vocab = default_vocabulary()
+    total = hit = 0
+    for i, turn in enumerate(turns):
+        for g in (g for g in turn.gold if g.update and not g.agent and not g.hedged):
+            total += 1
+            spec = vocab.spec(g.predicate)
+            hit += any(
+                vocab.canonical(p) == g.predicate
+                and neg == g.negated
+                and spec.same_value(g.object, o)
+                for p, o, neg in current.get(i, [])
+            )
+    return hit / total if total else 0.0
 
 
 def _f1(tp: int, predicted: int, gold: int) -> float:
@@ -274,10 +311,11 @@ def compression(turns: list[Turn], fact_chars: int) -> float:
 
 def run_memstream(
     turns: list[Turn], parser: DialogueParser, extractor: FactExtractor
-) -> tuple[Predicted, int, int]:
+) -> tuple[Predicted, int, int, Current]:
     """Parse + extract a split in one batch, threading each session's context as the job does.
 
-    Returns the predictions, the characters of all facts and of the user's own facts.
+    Returns the predictions, the characters of all facts and of the user's own
+    facts, and the current facts after each update turn (``review_updates``).
     """
     events = [t.event for t in turns]
     parsed = parser.parse_batch(events)
@@ -290,7 +328,28 @@ def run_memstream(
         for i, fs in enumerate(facts)
     }
     user = [f for fs in facts for f in fs if f.asserted_by is Assertor.USER]
-    return predicted, sum(len(f.text) for fs in facts for f in fs), sum(len(f.text) for f in user)
+    chars = sum(len(f.text) for fs in facts for f in fs)
+    return predicted, chars, sum(len(f.text) for f in user), review_updates(turns, facts)
+
+
+def review_updates(turns: list[Turn], facts: list[list[ExtractedFact]]) -> Current:
+    """Each user's facts through the review in turn order; the current facts after update turns."""
+    reviewer = Reviewer()
+    states: dict[tuple[str, str], UserMemoryState] = {}
+    current: Current = {}
+    for i, (turn, found) in enumerate(zip(turns, facts, strict=True)):
+        event = turn.event
+        state = states.setdefault((event.tenant_id, event.user_id), reviewer.new_state())
+        lineage = SourceLineage(
+            topic=DIALOGUE_EVENTS, partition=0, offset=i, event_id=event.event_id
+        )
+        reviewer.on_dialogue(state, event, lineage, found)
+        if any(g.update for g in turn.gold):
+            current[i] = [
+                (h.predicate, h.object, h.polarity is Polarity.NEGATED)
+                for h in state.current(event.ts)
+            ]
+    return current
 
 
 def run_baseline(turns: list[Turn]) -> tuple[Predicted, int, int]:
@@ -342,6 +401,7 @@ COLUMNS = (
     ("hedge", "hedge handling", "{:>7.3f}"),
     ("h.com", "hedged committed (must be 0)", "{:>7.0f}"),
     ("upd R", "update recall", "{:>7.3f}"),
+    ("cur U", "current after update", "{:>7.3f}"),
     ("compr", "compression", "{:>7.3f}"),
     ("c.user", "compression, user facts only", "{:>7.3f}"),
     ("c.gold", "compression of the gold facts", "{:>7.3f}"),
@@ -356,10 +416,11 @@ class SplitResult:
     predicted: Predicted
     chars: int
     user_chars: int
+    current: Current | None = None  # None: not reviewed (the baseline)
 
     def row(self) -> dict[str, float]:
         """The metrics of ``COLUMNS`` for this split."""
-        return score(self.turns, self.predicted) | {
+        return score(self.turns, self.predicted, self.current) | {
             "turns": len(self.turns),
             "compression": compression(self.turns, self.chars),
             "compression, user facts only": compression(self.turns, self.user_chars),
@@ -371,12 +432,19 @@ def pooled(results: list[SplitResult]) -> SplitResult:
     """Several splits scored as one (a micro-average over all their triples)."""
     turns = [t for r in results for t in r.turns]
     predicted: Predicted = {}
+    current: Current = {}
     offset = 0
     for r in results:
         predicted |= {offset + i: facts for i, facts in r.predicted.items()}
+        current |= {offset + i: facts for i, facts in (r.current or {}).items()}
         offset += len(r.turns)
+    reviewed = any(r.current is not None for r in results)
     return SplitResult(
-        turns, predicted, sum(r.chars for r in results), sum(r.user_chars for r in results)
+        turns,
+        predicted,
+        sum(r.chars for r in results),
+        sum(r.user_chars for r in results),
+        current if reviewed else None,
     )
 
 
@@ -472,7 +540,7 @@ def print_natural(questions: int, parser: DialogueParser, extractor: FactExtract
         return
     sample = random.Random(NATURAL_SEED).sample(load_questions(DEFAULT_DATA), questions)
     turns = [Turn(e) for q in sample for e in events(q, "lme")]
-    _, chars, user_chars = run_memstream(turns, parser, extractor)
+    _, chars, user_chars, _ = run_memstream(turns, parser, extractor)
     _, base_chars, base_user_chars = run_baseline(turns)
     users = [t for t in turns if t.event.role is Role.USER]
     print(
