@@ -169,7 +169,13 @@ HEDGES = re.compile(
     r"(?:i'm|we're|i am|we are) thinking|thinkin|(?:i'll|we'll) (?:think about|see)|"
     r"unless|only if|provided (?:that|the|it)|assuming|provisionally|in theory|"
     r"supposedly|nothing (?:booked|confirmed|definite|fixed)|"
-    r"not (?:booked|confirmed|definite|final|fixed) yet|should be (?:fine|ok|okay|alright))\b",
+    r"not (?:booked|confirmed|definite|final|fixed) yet|should be (?:fine|ok|okay|alright)|"
+    # Someone else's opinion, an attempt, and a plan waiting on a sign-off: not
+    # yet the speaker's settled fact ("the doc reckons it's a torn labrum",
+    # "trying to go vegetarian", "will confirm once leave is approved").
+    r"thinks|reckons|suspects|trying to|tryna|(?:i'll|we'll|will) confirm|tbc|tbd|"
+    r"once [^.!?]{0,30}(?:approved|sanctioned|confirmed|signed off)|"
+    r"if (?:it|that|this|they|leave|the [a-z]+) (?:gets?|is|are) (?:approved|confirmed|sanctioned))\b",
     re.IGNORECASE,
 )
 # Update cues (sentence scope): the sentence replaces an earlier value even when
