@@ -27,6 +27,11 @@ from pipelines.extract.polarity import is_hedged
         "Nothing booked, we're thinking Lisbon.",
         "I'll try to get there for 7.",
         "Provisionally the 3rd at 2pm.",
+        "The physio reckons it's a stress fracture.",
+        "My GP thinks it's just a virus.",
+        "I've gone vegan. Trying to, anyway.",
+        "Around the 8th, will confirm once my leave is approved.",
+        "The 14th to the 21st, if it gets approved.",
     ],
 )
 def test_an_unsure_speaker_is_hedged(text: str) -> None:
@@ -45,6 +50,8 @@ def test_an_unsure_speaker_is_hedged(text: str) -> None:
         "It's kind of a long story: the boiler broke on Monday.",
         "I was hoping for under £250.",
         "The problem is the router: it drops out every evening.",
+        "I confirm the booking for the 14th.",
+        "My leave was approved, we fly on the 14th.",
     ],
 )
 def test_a_sure_speaker_is_not(text: str) -> None:
