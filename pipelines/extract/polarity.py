@@ -175,7 +175,8 @@ HEDGES = re.compile(
     # "trying to go vegetarian", "will confirm once leave is approved").
     r"thinks|reckons|suspects|trying to|tryna|(?:i'll|we'll|will) confirm|tbc|tbd|"
     r"once [^.!?]{0,30}(?:approved|sanctioned|confirmed|signed off)|"
-    r"if (?:it|that|this|they|leave|the [a-z]+) (?:gets?|is|are) (?:approved|confirmed|sanctioned))\b",
+    r"if (?:it|that|this|they|leave|the [a-z]+) (?:gets?|is|are) "
+    r"(?:approved|confirmed|sanctioned))\b",
     re.IGNORECASE,
 )
 # Update cues (sentence scope): the sentence replaces an earlier value even when
