@@ -676,7 +676,7 @@ def decode(
             raw = text[start : tokens[n_last - 1].end]
             score, last = min(score, n_span.score), n_last
             i += 1
-        value = canonical(spec, raw)
+        value = canonical(spec, _without_dangling(raw))
         if not value or spec.problem(value) is not None:
             continue
         end = tokens[last - 1].end
@@ -684,6 +684,24 @@ def decode(
             LearnedTriple(spec.name, value, negated, hedged, score, in_context, start, end)
         )
     return _dedupe(triples, vocab)
+
+
+# Words that only link a value to what follows it. A span the tagger cut
+# mid-phrase ends in one ("april 15 between", "moving to"); it says nothing
+# of the value, and no gold value ends in one (benchmarks/devset/LABELLING.md).
+_DANGLING = frozenset(
+    {"between", "from", "and", "or", "to", "at", "on", "in", "by", "until", "till", "for"}
+    | {"with", "of", "the", "a", "an", "my", "our", "your", "his", "her", "their"}
+)
+
+
+def _without_dangling(raw: str) -> str:
+    """``raw`` without the linking words it ends in."""
+    words = raw.split()
+    kept = len(words)
+    while kept and words[kept - 1].casefold().strip(",;:") in _DANGLING:
+        kept -= 1
+    return raw if kept == len(words) else " ".join(words[:kept])
 
 
 def _joins_place(gap: Sequence[str]) -> bool:

@@ -226,6 +226,17 @@ def test_a_range_said_by_its_two_ends_decodes_as_one_window(
     assert sorted(t.obj for t in decode(encoded, spans)) == expected
 
 
+def test_a_value_cut_mid_phrase_loses_the_linking_word_it_ends_in() -> None:
+    encoded = encode("", "Come on April 15 between 8 and 9. I'm moving to Leeds.", "user")
+    words = encoded.words
+    april, moving = words.index("April"), words.index("moving")
+    spans = [
+        LabelledSpan("appointment_time", april, april + 3, 0.9),  # "April 15 between"
+        LabelledSpan("plans_to", moving, moving + 2, 0.9),  # "moving to"
+    ]
+    assert sorted(t.obj for t in decode(encoded, spans)) == ["april 15", "moving"]
+
+
 def test_decoding_keeps_context_spans_apart_and_drops_values_of_the_wrong_type() -> None:
     encoded = encode("Would Tuesday suit?", "Yes.", "user")
     tuesday = encoded.words.index("Tuesday")
