@@ -31,9 +31,10 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 from pipelines.review import Reviewer, UserMemoryState
+from pipelines.review.commit import candidate
 from schemas.events import ActionType, DialogueEvent, Role, UserAction
 from schemas.facts import ExtractedFact
-from schemas.ids import chain_id, fact_id
+from schemas.ids import chain_id
 from schemas.lineage import SourceLineage
 from schemas.memory import Encoding, MemoryKind, MemoryRecord
 from schemas.topics import DIALOGUE_EVENTS, USER_ACTIONS
@@ -148,17 +149,12 @@ def record_insert(items: list[Item]) -> int:
     for item in items:
         for fact, encoding in zip(item.facts, item.encodings, strict=True):
             chain = chain_id(fact.tenant_id, fact.user_id, fact.subject, fact.predicate)
-            store[chain] = MemoryRecord(
-                fact_id=fact_id(chain, fact.event_id, fact.object, fact.polarity.value),
-                chain_id=chain,
-                tenant_id=fact.tenant_id,
-                user_id=fact.user_id,
-                subject=fact.subject,
-                predicate=fact.predicate,
-                object=fact.object,
-                confidence=fact.confidence,
-                valid_from=fact.event_ts,
-                recorded_at=fact.event_ts,
+            store[chain] = candidate(
+                fact,
+                chain,
+                at=fact.event_ts,
+                expires_at=None,
+                review=[],
                 lineage=item.lineage,
                 encoding=encoding,
             )
