@@ -160,6 +160,23 @@ def test_first_and_now_order_by_age() -> None:
     assert ids(index.search("job", vec(0), at=NOW, k=1, focus=now)) == ["b"]
 
 
+def test_asking_for_the_current_state_puts_the_newest_close_match_first() -> None:
+    index = UserIndex(DIM)
+    # The turn that introduced the topic matches the question's words best...
+    index.upsert(episode("may", "the wedding is booked, wedding on 12 May", days_ago=40), vec(0))
+    index.upsert(episode("june", "it got moved to June", days_ago=3), vec(0, 1))
+    index.upsert(episode("cat", "the cat is fine", days_ago=1), vec(4))  # not close: stays last
+    now = time_focus("when is the wedding now?", NOW)
+    assert now is not None and now.order is Order.LATEST
+    assert ids(index.search("when is the wedding now?", vec(0), at=NOW, k=3, focus=now)) == [
+        "june",
+        "may",
+        "cat",
+    ]
+    # ...and without a word asking for now, it keeps its place.
+    assert ids(index.search("when is the wedding?", vec(0), at=NOW, k=3))[0] == "may"
+
+
 def test_remove_and_replace_keep_the_index_consistent() -> None:
     index = UserIndex(DIM)
     for i in range(40):  # past the initial capacity
