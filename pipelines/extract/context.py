@@ -11,6 +11,7 @@ and the ingest job keeps the context in its per-user keyed state.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Any
 
 from pydantic import Field
@@ -62,6 +63,39 @@ class OfferedFact(Frozen):
 
     predicate: str
     object: str
+
+
+def offered_form(
+    predicate: str, value: str, offers: list[OfferedFact], same_type: Callable[[str, str], bool]
+) -> OfferedFact | None:
+    """The offer a value read in the agent's last turn is part of, if any.
+
+    The tagger reads a "yes" with the question before it, and from that
+    context it tags pieces ("April 15" and "noon" of "April 15 between 8 am and
+    noon", "10:40" of "10:40 am"): the agent's turn read as a turn of its own
+    gave the whole value. Every word of the piece must be in the offer's value
+    (a word may be the start of one: "10:40" of "10:40am"), and the two
+    predicates must hold the same type of value. Of the offers that hold it,
+    the shortest is the one meant ("May 11" of "10:40 am on May 11" rather than
+    of a longer offer that also names May 11).
+    """
+    words = [w for w in _VALUE_WORD.findall(value.casefold()) if w not in _LINKING]
+    if not words:
+        return None
+    best: tuple[int, OfferedFact] | None = None
+    for offer in offers:
+        if not same_type(predicate, offer.predicate):
+            continue
+        held = _VALUE_WORD.findall(offer.object.casefold())
+        if not all(any(h.startswith(w) for h in held) for w in words):
+            continue
+        if best is None or len(held) < best[0]:
+            best = (len(held), offer)
+    return None if best is None else best[1]
+
+
+_VALUE_WORD = re.compile(r"[\w:@.+-]+")
+_LINKING = frozenset({"the", "a", "an", "at", "on", "of", "in", "to", "and", "or"})
 
 
 # The previous turn kept for the learned extractor's context: a question or offer

@@ -18,9 +18,11 @@ from pipelines.extract.candidates import (
 from pipelines.extract.context import (
     LAST_TEXT_CHARS,
     DialogueContext,
+    OfferedFact,
     advance,
     is_affirmation,
     new_session,
+    offered_form,
     turn_topic,
 )
 from pipelines.extract.fragments import evaluation_candidates, fragment_candidates
@@ -187,7 +189,11 @@ class FactExtractor:
             ):
                 results[i] += self._confirmed(event, parsed, results[i], context)
             if learned is not None:
-                results[i] = combine(learned[i], results[i])
+                own = [
+                    learned_fact(event, parsed, t, update=_updates(parsed, event), source=src)
+                    for t, src in _as_offered(learned[i], context.offers)
+                ]
+                results[i] = combine(own, results[i])
             results[i] = typed(results[i])
             # The topic a turn sets is that of the times it stated, else its first cue:
             # "I can't come on Monday, I'm travelling" stays about the appointment.
@@ -202,8 +208,8 @@ class FactExtractor:
         pairs: list[tuple[DialogueEvent, ParsedTurn]],
         contexts: Mapping[str, DialogueContext],
         docs: Mapping[int, Any],
-    ) -> list[list[ExtractedFact]]:
-        """The learned tagger's facts of every turn, each read after the turn before it.
+    ) -> list[list[tuple[LearnedTriple, Span | None]]]:
+        """The tagger's triples of every turn, with their sentence, each read after the turn before.
 
         The other speaker's turns are tagged too: what an agent (or a friend)
         states about the user is a fact in their voice, held until the user
@@ -224,18 +230,12 @@ class FactExtractor:
                 english.append(i)
             previous[event.session_id] = event.text[:LAST_TEXT_CHARS]
         triples = self.learned.predict(inputs)
-        out: list[list[ExtractedFact]] = [[] for _ in pairs]
+        out: list[list[tuple[LearnedTriple, Span | None]]] = [[] for _ in pairs]
         for i, found in zip(english, triples, strict=True):
-            event, parsed = pairs[i]
-            update = any(s.intent is Intent.CORRECTION for s in parsed.sentences)
-            update = update or is_update(event.text)
             scoped = [in_scope(t, docs.get(i)) for t in found]
             if _hedged_alone(scoped, docs.get(i)):
                 scoped = [replace(t, hedged=True) for t in scoped]
-            out[i] = [
-                learned_fact(event, parsed, t, update=update, source=_sentence(t, docs.get(i)))
-                for t in scoped
-            ]
+            out[i] = [(t, _sentence(t, docs.get(i))) for t in scoped]
         return out
 
     def _turn_facts(
@@ -375,6 +375,39 @@ class FactExtractor:
             for offer in context.offers
             if offer.predicate not in stated
         ]
+
+
+def _updates(parsed: ParsedTurn, event: DialogueEvent) -> bool:
+    """Whether the turn corrects an earlier value ("actually", a correction act)."""
+    return any(s.intent is Intent.CORRECTION for s in parsed.sentences) or is_update(event.text)
+
+
+def _as_offered(
+    found: list[tuple[LearnedTriple, Span | None]], offers: list[OfferedFact]
+) -> list[tuple[LearnedTriple, Span | None]]:
+    """The triples read in the agent's last turn, each in the form of the offer it is part of.
+
+    Two pieces of one offer become that one value, so a "yes" to "April 15
+    between 8 am and noon" is one window, not "april 15" and "noon"
+    (``offered_form``). The turn's own words and a negated piece stay as read.
+    """
+    vocabulary = default_vocabulary()
+
+    def same_type(a: str, b: str) -> bool:
+        return vocabulary.spec(a).type == vocabulary.spec(b).type
+
+    out: list[tuple[LearnedTriple, Span | None]] = []
+    seen: set[tuple[str, str, bool]] = set()
+    for triple, source in found:
+        if triple.from_context and not triple.negated:
+            offer = offered_form(triple.predicate, triple.obj, offers, same_type)
+            if offer is not None:
+                triple = replace(triple, predicate=offer.predicate, obj=offer.object)
+        key = (triple.predicate, triple.obj, triple.negated)
+        if key not in seen:
+            seen.add(key)
+            out.append((triple, source))
+    return out
 
 
 def _states_facts(sent: Any, act: Intent, role: Role) -> bool:

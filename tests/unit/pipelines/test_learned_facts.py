@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from pipelines.extract import FactExtractor
+from pipelines.extract.context import OfferedFact, offered_form
 from pipelines.extract.extractor import in_scope
 from pipelines.extract.learned.facts import (
     CONFIDENCE_FROM_CONTEXT,
@@ -180,6 +181,10 @@ def hybrid() -> FactExtractor:
 
 
 def said(extractor: FactExtractor, *texts: str) -> list[list[ExtractedFact]]:
+    return dialogue(extractor, *((Role.USER, text) for text in texts))
+
+
+def dialogue(extractor: FactExtractor, *turns: tuple[Role, str]) -> list[list[ExtractedFact]]:
     events = [
         DialogueEvent(
             event_id=f"e{i}",
@@ -187,11 +192,11 @@ def said(extractor: FactExtractor, *texts: str) -> list[list[ExtractedFact]]:
             user_id="u1",
             session_id="s1",
             turn_index=i,
-            role=Role.USER,
+            role=role,
             text=text,
             ts=T0 + timedelta(minutes=i),
         )
-        for i, text in enumerate(texts)
+        for i, (role, text) in enumerate(turns)
     ]
     parsed = extractor.parser.parse_batch(events)
     return extractor.extract_batch(list(zip(events, parsed, strict=True)))
@@ -211,3 +216,37 @@ def test_a_hedge_said_alone_holds_the_turns_tagged_values(hybrid: FactExtractor)
     )
     assert sure and all(f.confidence >= 0.82 and not f.hedged for f in sure), sure
     assert unsure and all(f.hedged and f.confidence < 0.82 for f in unsure), unsure
+
+
+def _same_type(a: str, b: str) -> bool:
+    times = {"installation_time", "appointment_time", "travel_time"}
+    return a == b or {a, b} <= times
+
+
+def test_a_piece_of_an_offer_read_from_context_is_the_whole_offer() -> None:
+    window = OfferedFact(predicate="installation_time", object="april 15 between 8am and noon")
+    flight = OfferedFact(predicate="travel_time", object="10:40am may 11")
+    back = OfferedFact(predicate="travel_time", object="may 15 4pm")
+    offers = [window, flight, back]
+    assert offered_form("installation_time", "noon", offers, _same_type) == window
+    assert offered_form("installation_time", "april 15", offers, _same_type) == window
+    # "10:40" is the start of the offer's "10:40am"; "may 11" only of the flight out.
+    assert offered_form("travel_time", "10:40 may 11", offers, _same_type) == flight
+    assert offered_form("travel_time", "may", offers, _same_type) == flight  # the shortest
+    # A word the offer does not hold, another type of value, or no offer: as read.
+    assert offered_form("travel_time", "may 16", offers, _same_type) is None
+    assert offered_form("email", "noon", offers, _same_type) is None
+    assert offered_form("installation_time", "noon", [], _same_type) is None
+
+
+def test_a_yes_to_an_offer_takes_its_values_whole(hybrid: FactExtractor) -> None:
+    # From the context the tagger reads "10:40 may" of "10:40 am flight on May 11".
+    offer, answer = dialogue(
+        hybrid,
+        (Role.AGENT, "I found a 10:40 am flight on May 11, returning May 15 at 4 pm."),
+        (Role.USER, "Sounds good."),
+    )
+    offered = {f.object for f in offer if f.predicate == "travel_time"}
+    accepted = [f for f in answer if f.predicate == "travel_time"]
+    assert accepted and {f.object for f in accepted} <= offered, (offered, answer)
+    assert all(f.asserted_by is Assertor.USER for f in accepted)
