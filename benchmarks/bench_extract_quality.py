@@ -57,6 +57,7 @@ BLIND_SPLITS = (
     *("friends_g", "cs_mixed"),  # stop 23
     *("friends_h", "cs_new"),  # stop 24
     *("friends_i", "cs_rental"),  # stop 26
+    *("friends_j", "cs_optical"),  # stop 27
 )
 # Which LongMemEval questions the natural-dialogue compression samples.
 NATURAL_SEED = 29
