@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
-from datetime import datetime
+from datetime import date, datetime
 from typing import NamedTuple
 
 from pipelines.behaviour import BehaviourItem
@@ -26,7 +26,7 @@ from pipelines.review.observed import review_observed
 from pipelines.review.pending import hold, resolve_action, reviewer_of
 from pipelines.review.rules import Contradiction, ReviewRules, attribute, load_rules
 from pipelines.review.state import PendingCause, UserMemoryState, same_statement
-from pipelines.review.timeliness import expiry
+from pipelines.review.timeliness import class_of, days_named, expiry
 from pipelines.route import AppendTurn, Decision, EraseUser, route
 from pipelines.vocabulary import PredicateSpec, default_vocabulary
 from schemas.events import ActionType, CrmWebhook, DialogueEvent, InputEvent, UserAction
@@ -219,10 +219,12 @@ class Reviewer:
         if len(encs) != len(facts):
             raise ValueError(f"{len(facts)} facts but {len(encs)} encodings")
         decisions: list[Decision] = []
+        named = days_named(facts)
         for fact, encoding in zip(facts, encs, strict=True):
             if fact.event_id != lineage.event_id:
                 raise ValueError(f"fact from {fact.event_id} reviewed with {lineage.event_id}")
-            decisions += self._review_fact(state, fact, encoding, lineage, at)
+            day = named.get(class_of(fact))
+            decisions += self._review_fact(state, fact, encoding, lineage, at, day)
         return decisions
 
     # -- per fact ------------------------------------------------------------
@@ -233,6 +235,7 @@ class Reviewer:
         encoding: Encoding | None,
         lineage: SourceLineage,
         at: datetime,
+        named: date | None = None,
     ) -> list[Decision]:
         invalid = self._spec(fact.subject, fact.predicate).problem(fact.object)
         contradictions = self.rules.contradictions(
@@ -251,7 +254,7 @@ class Reviewer:
             else self._disputed(state, fact, at)
         )
         checked, held = self._fact_check(fact, contradictions, always and always[0])
-        expires_at, timely = expiry(self.config, fact)
+        expires_at, timely = expiry(self.config, fact, named)
         gate = hitl(self.config, fact, held, always)
         if gate.gate is Gate.SKIP:
             state.count("skipped")

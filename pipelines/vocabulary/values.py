@@ -463,6 +463,62 @@ def _next_date(day: date, month: int, number: int) -> str:
     return f"{month:02d}-{number:02d}"
 
 
+_NTH = "(?:st|nd|rd|th)?"
+_UNTIL = "(?:to|until|till|-|and)"
+# A range of days within one month: "may 12 to 14", "3rd - 17th october".
+_RANGE_IN_MONTH = re.compile(
+    rf"\b({_MONTH_NAMES}) \d{{1,2}}{_NTH} {_UNTIL} (\d{{1,2}}){_NTH}\b"
+    rf"|\b\d{{1,2}}{_NTH} {_UNTIL} (\d{{1,2}}){_NTH}(?: of)? ({_MONTH_NAMES})\b"
+)
+_ISO_DAY = re.compile(r"\d{4}-\d{2}-\d{2}")
+
+
+def last_day_named(value: str, said_at: datetime) -> date | None:
+    """The last day a time names when that day is still ahead, else None.
+
+    "october 3 to 17" said in March names 17 October; "may" alone the end of
+    May; "tomorrow", "friday", "the 11th" their next date (``anchored_words``).
+    A standing window ("weekdays", "after 6pm") and a clock time name no day.
+    """
+    if is_standing_window(value):
+        return None
+    today = said_at.date()
+    text = normalise_datetime(value)
+    days: list[date] = []
+    for word in anchored_words(value, said_at):
+        if _ISO_DAY.fullmatch(word):
+            days.append(date.fromisoformat(word))
+        elif word.startswith("dom:"):
+            days += _next_day_of_month(today, int(word[4:]))
+    for match in _RANGE_IN_MONTH.finditer(text):
+        month = MONTHS.index(match.group(1) or match.group(4)) + 1
+        end = _next_date(today, month, int(match.group(2) or match.group(3)))
+        if _ISO_DAY.fullmatch(end):
+            days.append(date.fromisoformat(end))
+    for word in _DAY_AND_MONTH.sub(" ", text).split():
+        if word in MONTHS:  # a month without its day: all of it
+            month = MONTHS.index(word) + 1
+            year = today.year + (month < today.month)
+            following = date(year + month // 12, month % 12 + 1, 1)
+            days.append(following - timedelta(days=1))
+    latest = max(days, default=None)
+    return latest if latest is not None and latest > today else None
+
+
+def _next_day_of_month(today: date, number: int) -> list[date]:
+    """The next date that is the ``number``th of a month ("the 11th"), if any month has it."""
+    for ahead in range(3):
+        months = today.month - 1 + ahead
+        year, month = today.year + months // 12, months % 12 + 1
+        try:
+            candidate = date(year, month, number)
+        except ValueError:
+            continue
+        if candidate >= today:
+            return [candidate]
+    return []
+
+
 def same_time(head: str, head_at: datetime, said: str, said_at: datetime) -> bool:
     """Whether ``said`` re-states the time ``head`` (possibly with fewer details).
 

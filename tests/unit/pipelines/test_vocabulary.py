@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import re
-from datetime import timedelta
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
 import pytest
 from pydantic import ValidationError
 
 from pipelines.vocabulary import VOCABULARY_FILE, Cardinality, default_vocabulary, load_vocabulary
+from pipelines.vocabulary.values import last_day_named
 from schemas.memory import MemoryKind
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -212,3 +213,25 @@ def test_a_standing_window_recurs_and_a_booking_names_one_occasion(
         MemoryKind.RULE if standing else MemoryKind.STATUS
     )
     assert not default_vocabulary().spec("birthday").standing(said)  # a date, never a window
+
+
+@pytest.mark.parametrize(
+    ("value", "day"),
+    [
+        ("tomorrow", date(2026, 3, 15)),
+        ("may 13 to 15", date(2026, 5, 15)),  # a range ends on its last day
+        ("3rd - 17th october", date(2026, 10, 17)),
+        ("october", date(2026, 10, 31)),  # a month alone: all of it
+        ("january", date(2027, 1, 31)),  # the next one
+        ("the 11th", date(2026, 4, 11)),  # this month's 11th is past
+        ("monday 2pm", date(2026, 3, 16)),
+        ("2026-05-16 16:00", date(2026, 5, 16)),
+        ("2026-03-09 9am", None),  # past
+        ("weekday", None),  # a standing window names no day
+        ("after 7pm", None),
+        ("today", None),  # not ahead
+    ],
+)
+def test_the_last_day_a_time_names_when_it_is_still_ahead(value: str, day: date | None) -> None:
+    said = datetime(2026, 3, 14, 17, 50, tzinfo=UTC)  # a Saturday
+    assert last_day_named(value, said) == day

@@ -8,7 +8,7 @@ import pytest
 from review_helpers import DAY, T0, Feed, fact, of, record, types
 
 from pipelines.review import ReviewConfig, Reviewer
-from schemas.memory import MemoryKind
+from schemas.memory import MemoryKind, Polarity
 from schemas.ops import OpType
 
 
@@ -41,6 +41,35 @@ def test_facts_without_a_base_ttl_never_expire() -> None:
     upsert = record(Feed().say("e1", fact("e1", "phone_number", "555 0100"))[1])
     assert upsert.expires_at is None
     assert upsert.review[1].decision == "no_ttl"
+
+
+def test_a_trip_named_for_a_day_beyond_its_ttl_stays_current_until_that_day_is_over() -> None:
+    # Said on Monday 2 March: the trip's TTL (3.8 d) would end it long before May.
+    when = fact("e1", "travel_time", "may 13 to 15", kind=MemoryKind.STATUS)
+    where = fact("e1", "travel", "Lisbon", kind=MemoryKind.STATUS)
+    fixed = fact("e1", "phone_number", "555 0100")
+    ops = of(Feed().say("e1", when, where, fixed), OpType.UPSERT_FACT)
+    expires = {record(op).predicate: record(op).expires_at for op in ops}
+    after_the_trip = datetime(2026, 5, 16, tzinfo=T0.tzinfo)
+    # The place said with it, of the same TTL class, stays as long; no TTL stays none.
+    assert expires == {
+        "travel_time": after_the_trip,
+        "travel": after_the_trip,
+        "phone_number": None,
+    }
+    assert "the day it names" in record(ops[0]).review[1].reason
+
+
+def test_a_day_named_within_the_ttl_or_ruled_out_leaves_the_ttl_alone() -> None:
+    # "I travel tomorrow" keeps docs/architecture.md's 3.8 d; "not on Friday" names no trip.
+    tomorrow = fact("e1", "travel_time", "tomorrow", kind=MemoryKind.STATUS)
+    [op] = of(Feed().say("e1", tomorrow), OpType.UPSERT_FACT)
+    assert record(op).expires_at == T0 + timedelta(days=3.8)
+    friday = fact(
+        "e2", "travel_time", "friday 20 march", kind=MemoryKind.STATUS, polarity=Polarity.NEGATED
+    )
+    [op] = of(Feed().say("e2", friday), OpType.UPSERT_FACT)
+    assert record(op).expires_at == T0 + timedelta(days=3.8)
 
 
 class _Clock:
