@@ -58,6 +58,7 @@ BLIND_SPLITS = (
     *("friends_h", "cs_new"),  # stop 24
     *("friends_i", "cs_rental"),  # stop 26
     *("friends_j", "cs_optical"),  # stop 27
+    *("friends_k", "cs_utility"),  # stop 27, for the retrained model
 )
 # Which LongMemEval questions the natural-dialogue compression samples.
 NATURAL_SEED = 29
