@@ -20,6 +20,7 @@ from typing import Any, NamedTuple
 import chromadb
 import numpy as np
 
+from connectors.chroma_reads import get_where
 from pipelines.encode.text import MINILM_DIM
 from schemas.episodes import Episode, StoredEpisode
 
@@ -251,12 +252,12 @@ def user_episodes(
 ) -> list[StoredEpisode]:
     """Every episode of ``user_id`` in the collection, oldest first."""
     include: list[Any] = ["metadatas", "embeddings"] if with_vectors else ["metadatas"]
-    found = collection.get(where={"user": user_id}, include=include)
-    metas = found["metadatas"] or []
+    found = get_where(collection, {"user": user_id}, include)
+    metas = found["metadatas"]
     vectors = found.get("embeddings")
     out = []
     for row, meta in enumerate(metas):
-        vector = None if vectors is None else [float(x) for x in vectors[row]]
+        vector = None if not vectors else [float(x) for x in vectors[row]]
         episode = Episode.model_validate_json(str(meta["episode"]))
         outdated = bool(meta.get("outdated"))
         out.append(StoredEpisode(episode, outdated, vector, tuple(_outdated_by(meta))))

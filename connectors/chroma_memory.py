@@ -67,6 +67,7 @@ from connectors.chroma_episodes import (
     touch,
     user_episodes,
 )
+from connectors.chroma_reads import get_where, in_pages
 from connectors.embedding import MiniLMEmbeddingFunction
 from connectors.protocols import DEFAULT_CHUNK_SIZE, DEFAULT_LATENCY_BUDGET_S, BatchingSink
 from connectors.redis_memory import ErasureAudit
@@ -363,11 +364,10 @@ class ChromaMemory(BatchingSink):
         live = self._existing(tenant_id)
         if live is None:
             return []
-        found = live.get(where={"user": user_id}, include=["metadatas", "documents", "embeddings"])
-        metas, docs = found["metadatas"] or [], found["documents"] or []
-        vectors = found.get("embeddings")
+        found = get_where(live, {"user": user_id}, ["metadatas", "documents", "embeddings"])
+        metas, docs, vectors = found["metadatas"], found["documents"], found["embeddings"]
         return [
-            (_hit(i, m, d, None), [float(x) for x in vectors[row]] if vectors is not None else [])
+            (_hit(i, m, d, None), [float(x) for x in vectors[row]] if vectors else [])
             for row, (i, m, d) in enumerate(zip(found["ids"], metas, docs, strict=True))
         ]
 
@@ -462,9 +462,9 @@ class ChromaMemory(BatchingSink):
         episodes = [self.episodes(tenant_id), self._existing_episodes(tenant_id, archive=True)]
         for found in [*found_in, *episodes]:
             if found is not None:
-                ids = found.get(where={"user": user_id}, include=[])["ids"]
-                if ids:
-                    found.delete(ids=ids)
+                ids = get_where(found, {"user": user_id}, [])["ids"]
+                for page in in_pages(ids):
+                    found.delete(ids=list(page))
                 removed += len(ids)
         return removed
 
@@ -562,9 +562,8 @@ class ChromaMemory(BatchingSink):
         found_in = self._existing(tenant_id, archive=archived)
         if found_in is None:
             return []
-        found = found_in.get(where=_where(where), include=["metadatas", "documents"])
-        metas = found["metadatas"] or []
-        docs = found["documents"] or []
+        found = get_where(found_in, _where(where), ["metadatas", "documents"])
+        metas, docs = found["metadatas"], found["documents"]
         return [_hit(i, m, d, None) for i, m, d in zip(found["ids"], metas, docs, strict=True)]
 
     def archive_stale(self, tenant_id: str, *, max_idle: timedelta = ARCHIVE_AFTER) -> int:
@@ -587,7 +586,7 @@ class ChromaMemory(BatchingSink):
         cutoff = (self.clock() - max_idle).timestamp()
         where = _where([_compare("last_retrieved_at", "$lt", cutoff)])
         live = [self._existing(tenant_id), self._existing_episodes(tenant_id)]
-        return sum(len(c.get(where=where, include=[])["ids"]) for c in live if c is not None)
+        return sum(len(get_where(c, where, [])["ids"]) for c in live if c is not None)
 
     def mark_retrieved(
         self, tenant_id: str, fact_ids: Sequence[str], episode_ids: Sequence[str]
@@ -633,21 +632,26 @@ def _move_stale(
     live: chromadb.Collection, archive: Callable[[], chromadb.Collection], cutoff: float
 ) -> int:
     """Move the items of ``live`` last retrieved before ``cutoff`` into the archive."""
-    stale = live.get(
-        where=_where([_compare("last_retrieved_at", "$lt", cutoff)]),
-        include=["embeddings", "metadatas", "documents"],
+    stale = get_where(
+        live,
+        _where([_compare("last_retrieved_at", "$lt", cutoff)]),
+        ["embeddings", "metadatas", "documents"],
     )
     if not stale["ids"]:
         return 0
     # Copy first, then delete: a crash in between leaves a duplicate that the
     # next run resolves, never a loss.
-    archive().upsert(
-        ids=stale["ids"],
-        embeddings=stale["embeddings"],
-        metadatas=stale["metadatas"],
-        documents=stale["documents"],
-    )
-    live.delete(ids=stale["ids"])
+    target = archive()
+    for rows in in_pages(range(len(stale["ids"]))):
+        first, end = rows[0], rows[-1] + 1
+        target.upsert(
+            ids=stale["ids"][first:end],
+            embeddings=stale["embeddings"][first:end],
+            metadatas=stale["metadatas"][first:end],
+            documents=stale["documents"][first:end],
+        )
+    for ids in in_pages(stale["ids"]):
+        live.delete(ids=list(ids))
     return len(stale["ids"])
 
 

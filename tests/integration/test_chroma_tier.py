@@ -12,6 +12,7 @@ import pytest
 from chromadb.config import Settings
 from tier_ops import T0, T1, fact, op, phone_change, upsert, vector
 
+from connectors import chroma_reads
 from connectors.chroma_memory import PACKED_KEY, ChromaMemory, collection_name
 from connectors.embedding import MiniLMEmbeddingFunction
 from schemas.hits import SearchHit
@@ -334,3 +335,31 @@ def test_versions_stored_one_key_per_field_read_alike_and_move_to_the_packed_lay
     rewritten = live.get(include=["metadatas"])["metadatas"] or []
     assert all(PACKED_KEY in m and "chain_id" not in m and "tier" not in m for m in rewritten)
     assert sorted(memory.get(tenant, "u1"), key=lambda h: h.fact_id) == expected
+
+
+def test_a_user_larger_than_a_page_is_read_archived_and_erased_whole(
+    memory: ChromaMemory, clock: Clock, unique: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # One get of 100,000 items overflowed SQLite's variables; reads go a page
+    # at a time (connectors/chroma_reads.py). Three items a page here.
+    monkeypatch.setattr(chroma_reads, "PAGE", 3)
+    tenant = f"t{unique}"
+    likes = [f"band{i}" for i in range(8)]
+    records = [
+        fact(tenant, "u1", "user", "likes", value, event_id=f"e{i}")
+        for i, value in enumerate(likes)
+    ]
+    other = fact(tenant, "u2", "user", "likes", "tea", event_id="e-other")
+    apply(memory, [upsert(r) for r in [*records, other]])
+    expected = sorted(r.fact_id for r in records)
+    assert sorted(ids_of(memory.get(tenant, "u1"))) == expected
+    with_vectors = memory.user_facts(tenant, "u1")
+    assert sorted(h.fact_id for h, _ in with_vectors) == expected
+    assert all(len(v) == len(records[0].encoding.combined) for _, v in with_vectors)  # type: ignore[union-attr]
+    clock.now = T0 + timedelta(days=31)
+    assert memory.count_stale(tenant) == 9
+    assert memory.archive_stale(tenant) == 9
+    assert sorted(ids_of(memory.get(tenant, "u1", archived=True))) == expected
+    apply(memory, [op(OpType.ERASE_USER, tenant, "u1", event_id="forget")])
+    assert memory.get(tenant, "u1", archived=True) == []
+    assert ids_of(memory.get(tenant, "u2", archived=True)) == [other.fact_id]
