@@ -659,7 +659,18 @@ def _problem_datetime(value: str) -> str | None:
         return "a bare number is not a time: it needs its day, date or am/pm"
     if value.strip() in {"am", "pm", "a.m.", "p.m."}:
         return "am or pm alone is not a time: it needs its clock hour"
+    if _words(value) and all(word.strip(".,'-") in _TIME_MODIFIERS for word in _words(value)):
+        # "next" of "next Wednesday" cut from its day, "before" without its hour.
+        return "a time needs its day, date or hour: this only modifies one"
     return None if _is_time_expression(value) else "a time is made of days, dates and clock times"
+
+
+# Words that only place or bound a time that must follow them.
+_TIME_MODIFIERS = frozenset(
+    {"next", "this", "last", "every", "each", "early", "late", "mid", "the", "of", "on", "at"}
+    | {"in", "by", "from", "to", "and", "or", "until", "till", "before", "after", "between"}
+    | {"around", "about", "any", "same", "following", "coming"}
+)
 
 
 def _problem_quantity(value: str) -> str | None:

@@ -135,6 +135,10 @@ def test_surface_forms_of_one_value_are_the_same_value(
         ("delivery_time", "7", False),
         ("delivery_time", "7pm", True),
         ("delivery_time", "the 12th", True),
+        ("delivery_time", "next", False),  # cut from "next Wednesday"
+        ("delivery_time", "before", False),
+        ("delivery_time", "next week", True),
+        ("delivery_time", "early next week", True),
         ("preferred_language", "klingon", False),
         ("contact_channel", "pigeon", False),
         ("diet", "vegan", True),
