@@ -505,9 +505,10 @@ def _hedged_alone(triples: list[LearnedTriple], doc: Any) -> bool:
     """
     if doc is None or not triples:
         return False
+    # A value read from the previous turn has its offsets there, not in this turn.
+    own = [t for t in triples if not t.from_context]
     return any(
-        is_hedged(sent.text)
-        and not any(sent.start_char <= t.start < sent.end_char for t in triples)
+        is_hedged(sent.text) and not any(sent.start_char <= t.start < sent.end_char for t in own)
         for sent in doc.sents
     )
 
@@ -518,9 +519,15 @@ def in_scope(triple: LearnedTriple, doc: Any) -> LearnedTriple:
     The tag names polarity and hedge with the predicate, so a predicate seldom
     seen negated in training is seldom tagged negated. The parse sees the
     negator and the hedge cue wherever they are ("I don't think I can do
-    Friday"), as it does for the rules' own spans.
+    Friday"), as it does for the rules' own spans. A value read from the
+    previous turn is what the turn answers: a hedge anywhere in the answer
+    ("Let me check with my partner and get back to you") holds it.
     """
-    if doc is None or triple.from_context or triple.end <= triple.start:
+    if doc is None:
+        return triple
+    if triple.from_context:
+        return replace(triple, hedged=True) if is_hedged(doc.text) else triple
+    if triple.end <= triple.start:
         return triple
     span = doc.char_span(triple.start, triple.end, alignment_mode="expand")
     if span is None:

@@ -174,6 +174,10 @@ HEDGES = re.compile(
     # yet the speaker's settled fact ("the doc reckons it's a torn labrum",
     # "trying to go vegetarian", "will confirm once leave is approved").
     r"thinks|reckons|suspects|trying to|tryna|(?:i'll|we'll|will) confirm|tbc|tbd|"
+    # An answer put off, and a plan left to how things turn out ("I'll get back
+    # to you", "applied to transfer, see how", "the GP is talking about ...").
+    r"get back to (?:you|u)|let (?:you|u) know|see how|"
+    r"(?:is|are|was|were|been|'s|'re) talking about|"
     r"once [^.!?]{0,30}(?:approved|sanctioned|confirmed|signed off)|"
     r"if (?:it|that|this|they|leave|the [a-z]+) (?:gets?|is|are) "
     r"(?:approved|confirmed|sanctioned))\b",

@@ -32,6 +32,10 @@ from pipelines.extract.polarity import is_hedged
         "I've gone vegan. Trying to, anyway.",
         "Around the 8th, will confirm once my leave is approved.",
         "The 14th to the 21st, if it gets approved.",
+        "Let me check with my partner and get back to you.",
+        "I applied to transfer to the city branch, see how.",
+        "The GP is talking about taking me off metformin.",
+        "I'll let you know about the 200GB plan.",
     ],
 )
 def test_an_unsure_speaker_is_hedged(text: str) -> None:
@@ -52,6 +56,8 @@ def test_an_unsure_speaker_is_hedged(text: str) -> None:
         "The problem is the router: it drops out every evening.",
         "I confirm the booking for the 14th.",
         "My leave was approved, we fly on the 14th.",
+        "Let me know if the technician runs late.",
+        "We talked it through and booked the 14th.",
     ],
 )
 def test_a_sure_speaker_is_not(text: str) -> None:

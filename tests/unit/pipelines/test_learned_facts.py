@@ -175,6 +175,14 @@ def test_a_negation_the_tagger_saw_is_kept_and_a_value_from_context_is_left_alon
     assert in_scope(answer, doc) is answer
 
 
+def test_a_value_from_context_is_held_by_a_hedge_anywhere_in_the_answer(nlp: Any) -> None:
+    # Its offsets are in the previous turn: no sentence of this one holds it.
+    answer = triple("plan", "200gb", from_context=True, start=40, end=45)
+    for text in ("Let me check with my partner and get back to you.", "Maybe. I'll see."):
+        assert in_scope(answer, nlp(text)).hedged, text
+    assert not in_scope(answer, nlp("Yes, upgrade me to that.")).hedged
+
+
 @pytest.fixture(scope="module")
 def hybrid() -> FactExtractor:
     return FactExtractor.load(DialogueParser.load(), learned_path=MODEL_PATH)
