@@ -642,13 +642,15 @@ def _move_stale(
     # Copy first, then delete: a crash in between leaves a duplicate that the
     # next run resolves, never a loss.
     target = archive()
-    for rows in in_pages(range(len(stale["ids"]))):
-        first, end = rows[0], rows[-1] + 1
+    fields = ("ids", "embeddings", "metadatas", "documents")
+    for ids, embeddings, metadatas, documents in zip(
+        *(in_pages(stale[name]) for name in fields), strict=True
+    ):
         target.upsert(
-            ids=stale["ids"][first:end],
-            embeddings=stale["embeddings"][first:end],
-            metadatas=stale["metadatas"][first:end],
-            documents=stale["documents"][first:end],
+            ids=list(ids),
+            embeddings=list(embeddings),
+            metadatas=list(metadatas),
+            documents=list(documents),
         )
     for ids in in_pages(stale["ids"]):
         live.delete(ids=list(ids))

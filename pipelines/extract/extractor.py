@@ -189,8 +189,9 @@ class FactExtractor:
             ):
                 results[i] += self._confirmed(event, parsed, results[i], context)
             if learned is not None:
+                update = _updates(parsed, event)
                 own = [
-                    learned_fact(event, parsed, t, update=_updates(parsed, event), source=src)
+                    learned_fact(event, parsed, t, update=update, source=src)
                     for t, src in _as_offered(learned[i], context.offers)
                 ]
                 results[i] = combine(own, results[i])

@@ -19,7 +19,7 @@ from datetime import date, datetime, time, timedelta
 
 from pipelines.review.config import ReviewConfig
 from pipelines.review.rules import attribute
-from pipelines.vocabulary import default_vocabulary
+from pipelines.vocabulary import TIME_TYPES, default_vocabulary
 from pipelines.vocabulary.values import last_day_named
 from schemas.facts import ExtractedFact
 from schemas.memory import Polarity, ReviewOutcome, ReviewStage
@@ -66,7 +66,7 @@ def days_named(facts: Sequence[ExtractedFact]) -> dict[str, date]:
     named: dict[str, date] = {}
     for fact in facts:
         spec = vocabulary.spec(attribute(fact.subject, fact.predicate))
-        if spec.type not in _TIME_TYPES or fact.polarity is Polarity.NEGATED:
+        if spec.type not in TIME_TYPES or fact.polarity is Polarity.NEGATED:
             continue
         day = last_day_named(fact.object, fact.event_ts)
         if day is not None and (spec.ttl not in named or day > named[spec.ttl]):
@@ -77,6 +77,3 @@ def days_named(facts: Sequence[ExtractedFact]) -> dict[str, date]:
 def class_of(fact: ExtractedFact) -> str:
     """The fact's TTL class (``[ttl_classes]`` of the vocabulary)."""
     return default_vocabulary().spec(attribute(fact.subject, fact.predicate)).ttl
-
-
-_TIME_TYPES = frozenset({"datetime", "date"})

@@ -31,6 +31,10 @@ from schemas.memory import MemoryKind
 VOCABULARY_FILE = Path(str(files("pipelines.vocabulary").joinpath("predicates.toml")))
 
 
+# The value types that name a time: resolved against when they were said.
+TIME_TYPES = frozenset({"datetime", "date"})
+
+
 class Cardinality(StrEnum):
     """Whether a new value supersedes the current one or joins it."""
 
@@ -101,7 +105,7 @@ class PredicateSpec(BaseModel):
         """
         if self.same_value(head, said, head_at, said_at):
             return True
-        return self.type in {"datetime", "date"} and self.same_value(said, head, said_at, head_at)
+        return self.type in TIME_TYPES and self.same_value(said, head, said_at, head_at)
 
     def standing(self, value: str) -> bool:
         """Whether an affirmed value is a standing rule, not one occasion of the predicate.
@@ -150,7 +154,7 @@ class PredicateSpec(BaseModel):
         """
         if same_key(self.value_type, self.normalise(a), self.normalise(b)):
             return True
-        if self.type in {"datetime", "date"} and a_at is not None and b_at is not None:
+        if self.type in TIME_TYPES and a_at is not None and b_at is not None:
             return same_time(a, a_at, b, b_at)
         return False
 

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from pipelines.extract.learned.compose import composes
 from pipelines.extract.learned.windows import closes_range, joins, one_window, time_kinds
-from pipelines.vocabulary import PredicateSpec, Vocabulary, default_vocabulary
+from pipelines.vocabulary import TIME_TYPES, PredicateSpec, Vocabulary, default_vocabulary
 
 USER = "user"
 AGENT = "agent"
@@ -41,7 +41,6 @@ HEDGE = "hedge"
 OUTSIDE = "O"
 # Held-out test data (benchmarks/devset/README.md): never read, listed or trained on.
 BLIND_DIR = "blind"
-_TIME_TYPES = frozenset({"datetime", "date"})
 _PLACE_TYPES = frozenset({"address", "place"})
 # A house number before a street name: "12", "221b", "7-9".
 _HOUSE_NUMBER = re.compile(r"\d{1,5}[a-z]?(?:-\d{1,5})?", re.IGNORECASE)
@@ -428,7 +427,7 @@ def _place_two(
     A time window ("10am on Monday": windows.py) or a free-text value ("a cat
     ... called Pickle": compose.py); the same rule joins the parts when decoding.
     """
-    is_time = spec.type in _TIME_TYPES
+    is_time = spec.type in TIME_TYPES
     part_value = spec.normalise if is_time else (lambda text: canonical(spec, text))
     label = span_label(spec.name, gold.negated, gold.hedged)
     words = target.split()
@@ -455,7 +454,7 @@ def _place(
         found = _matches(spec, target, segment, taken)
         if found:
             return _Placed(gold, spec, [_span(segment, label, *found[0])], segment.from_context)
-    if (spec.type == "text" or spec.type in _TIME_TYPES) and len(target.split()) > 1:
+    if (spec.type == "text" or spec.type in TIME_TYPES) and len(target.split()) > 1:
         for segment in segments:
             parts = _place_two(spec, gold, target, segment, taken)
             if parts is not None:
@@ -469,7 +468,7 @@ def _merge_windows(
     """Old separate times ("monday", "10am") that the window rule joins, as one window."""
     by_segment = {s.from_context: s for s in segments}
     singles = sorted(
-        (p for p in placed if len(p.spans) == 1 and p.spec.type in _TIME_TYPES),
+        (p for p in placed if len(p.spans) == 1 and p.spec.type in TIME_TYPES),
         key=lambda p: p.spans[0].start,
     )
     groups: list[list[_Placed]] = []
@@ -637,7 +636,7 @@ def decode(
         raw = text[tokens[first].start : tokens[last - 1].end]
         start = tokens[first].start
         score = span.score
-        kinds = time_kinds(raw) if spec.type in _TIME_TYPES else frozenset()
+        kinds = time_kinds(raw) if spec.type in TIME_TYPES else frozenset()
         i += 1
         while i < len(parts) and kinds:
             n_context, n_first, n_last, n_span = parts[i]
