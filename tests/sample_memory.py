@@ -86,3 +86,27 @@ def check_sample_memory(versions: Versions, at: datetime) -> None:
     # The CRM's record of her old number can arrive after she gave the new one:
     # a late repeat of what held then, never a version of its own.
     assert _chain(alice, "phone_number") == ["5550142", "5550199"], _chain(alice, "phone_number")
+
+
+def check_more_sample_memory(versions: Versions, at: datetime) -> None:
+    """The other sample users, as the default (learned) extractor reads them.
+
+    The rules alone, kept as a fallback without a model, read these far less
+    well (a surname as a destination) and are not held to them.
+    """
+    eli = versions("greenleaf-eats", "u-eli")
+    now = _current(eli, at)
+    # "the driver called me at 11 pm, that's way too late": a complaint, no booking.
+    assert not [h for h in eli if h.object == "11pm" and h.predicate != "contact_time"], eli
+    assert ("contact_time", "after 9pm", "negated") in now, now
+    assert ("likes", "pork", "negated") in now, now
+
+    hana = versions("bluesky-travel", "u-hana")
+    now = _current(hana, at)
+    # The flight "via Helsinki" stops there; the trip is to Japan, in October,
+    # and its time (the 11:20 departure) stays current until the trip is over.
+    assert not [h for h in hana if h.predicate == "travel" and h.object == "helsinki"], hana
+    assert ("travel", "japan", "affirmed") in now, now
+    assert [p for p, _, _ in now if p == "travel_time"] == ["travel_time"], now
+    assert any(p == "likes" and "budget airline" in o and pol == "negated" for p, o, pol in now)
+    assert [o for p, o, _ in now if p == "phone_number"] == ["5550111"], now

@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from pipelines.extract import vocabulary as vocab
-from pipelines.extract.scope import is_schedule_time, unavailable
+from pipelines.extract.scope import is_schedule_time, on_the_way, unavailable
 from pipelines.extract.spans import clause_of, is_time_core, number_core, place_core, time_parts
 
 # Verbs whose direct object is something the speaker likes (or, negated, does not).
@@ -238,6 +238,8 @@ def ner_candidates(
             taken.append(place)
             if place.start > sent.start and span.doc[place.start - 1].lower_ == "from":
                 continue  # "back from Dublin": where the speaker was, not where they go
+            if on_the_way(place):
+                continue  # "the flight via Helsinki": a stop, not where they go
             if place.end < sent.end and span.doc[place.end].lemma_.lower() in PLAN_HEADS:
                 continue  # "our Fixed Saver tariff": a plan's name, no place
             value = vocab.canonical_place(place.text)

@@ -35,7 +35,7 @@ from pipelines.extract.polarity import (
     is_negated,
     is_update,
 )
-from pipelines.extract.scope import describes_offering
+from pipelines.extract.scope import describes_offering, on_the_way, tells_of_the_past
 from pipelines.extract.spans import (
     clean_tagger_spans,
     is_time_core,
@@ -222,7 +222,14 @@ class FactExtractor:
         assert self.learned is not None  # noqa: S101 - only called with a model
         previous = {sid: c.last_text for sid, c in contexts.items()}
         inputs, english = [], []
+        # The doc of each turn's previous turn, when this batch holds it: where
+        # the offsets of a value read from that turn point.
+        last_doc: dict[str, int] = {}
+        before: dict[int, Any] = {}
         for i, (event, parsed) in enumerate(pairs):
+            if event.session_id in last_doc:
+                before[i] = docs.get(last_doc[event.session_id])
+            last_doc[event.session_id] = i
             tagged = event.role is not Role.SYSTEM and not parsed.is_chit_chat
             tagged = tagged and not _machine_text(event.text)
             if tagged and parsed.lang.startswith("en"):
@@ -233,7 +240,11 @@ class FactExtractor:
         triples = self.learned.predict(inputs)
         out: list[list[tuple[LearnedTriple, Span | None]]] = [[] for _ in pairs]
         for i, found in zip(english, triples, strict=True):
-            scoped = [in_scope(t, docs.get(i)) for t in found]
+            scoped = [
+                in_scope(t, docs.get(i))
+                for t in found
+                if not is_aside(t, before.get(i) if t.from_context else docs.get(i))
+            ]
             if _hedged_alone(scoped, docs.get(i)):
                 scoped = [replace(t, hedged=True) for t in scoped]
             out[i] = [(t, _sentence(t, docs.get(i))) for t in scoped]
@@ -512,6 +523,32 @@ def _hedged_alone(triples: list[LearnedTriple], doc: Any) -> bool:
         is_hedged(sent.text) and not any(sent.start_char <= t.start < sent.end_char for t in own)
         for sent in doc.sents
     )
+
+
+# Times whose past is no memory of an arrangement: a birthday is said in the past tense.
+_ARRANGED_TYPES = frozenset({"datetime"})
+_NOT_ARRANGED = frozenset({"birthday"})
+
+
+def is_aside(triple: LearnedTriple, doc: Any) -> bool:
+    """A tagged value that is no fact about the user's arrangements, read in its sentence.
+
+    ``doc`` is the turn the value was read in (the previous one for an answer's value).
+
+    The tagger reads words, the parse reads the clause: a time of a past event
+    ("the driver called me at 11 pm, way too late") is a complaint, not a
+    booking, and a place on the way ("the flight via Helsinki") is no
+    destination. The rules skip both (``scope``); the tagger's values now too.
+    """
+    if doc is None or triple.end <= triple.start:
+        return False
+    span = doc.char_span(triple.start, triple.end, alignment_mode="expand")
+    if span is None:
+        return False
+    spec = default_vocabulary().spec(triple.predicate)
+    if spec.type in _ARRANGED_TYPES and spec.name not in _NOT_ARRANGED:
+        return tells_of_the_past(span)
+    return spec.name == "travel" and on_the_way(span)
 
 
 def in_scope(triple: LearnedTriple, doc: Any) -> LearnedTriple:

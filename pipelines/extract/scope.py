@@ -93,6 +93,44 @@ def is_schedule_time(span: Any) -> bool:
     )
 
 
+# Words before or in a time that place it in the past ("last night", "two days ago").
+PAST_TIME_WORDS = frozenset({"ago", "last", "yesterday", "earlier", "since"})
+# Past-tense verbs that say nothing of a past event: states ("it was due on the
+# 1st") and arrangements ("I booked it for Monday").
+PAST_NEUTRAL_VERBS = ARRANGING_VERBS | {"be", "have"}
+# Words before a place that make it a stop on the way, not where the trip goes.
+ROUTE_WORDS = frozenset({"via", "layover", "stopover", "connecting"})
+
+
+def tells_of_the_past(span: Any) -> bool:
+    """A time of something someone else already did: "the driver called me at 11 pm".
+
+    Such a time is a complaint or a story, no booking or constraint of the
+    user's. Narrower than :func:`is_schedule_time`, which the rules use: a verb
+    in the past tense with a subject other than the speaker ("I started
+    swimming, 7am Mon Wed Fri" is a habit), or a past time word ("last night").
+    A past-tense arrangement ("they moved it to Monday") still counts.
+    """
+    before = span.doc[span.start - 1].lower_ if span.start > span.sent.start else ""
+    if before in PAST_TIME_WORDS or any(t.lower_ in PAST_TIME_WORDS for t in span):
+        return True
+    verb = governing_verb(span)
+    if verb is None or verb.tag_ != "VBD" or verb.lemma_.lower() in PAST_NEUTRAL_VERBS:
+        return False
+    subject = _subject(verb)
+    return subject is not None and subject.lower_ not in SELF and verb.i < span.start
+
+
+def on_the_way(span: Any) -> bool:
+    """A place passed through on a trip ("the flight via Helsinki"), not its destination."""
+    before = span.doc[span.start - 1].lower_ if span.start > span.sent.start else ""
+    return before in ROUTE_WORDS or (
+        span.start > span.sent.start + 1
+        and span.doc[span.start - 1].lower_ == "in"
+        and span.doc[span.start - 2].lower_ in ROUTE_WORDS
+    )
+
+
 def _wanted(participle: Any) -> bool:
     """Wanted done later: "(I'd like) the payment taken on the 1st", "want it delivered"."""
     heads = [participle.head, participle.head.head]

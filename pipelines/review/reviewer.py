@@ -26,7 +26,7 @@ from pipelines.review.observed import review_observed
 from pipelines.review.pending import hold, resolve_action, reviewer_of
 from pipelines.review.rules import Contradiction, ReviewRules, attribute, load_rules
 from pipelines.review.state import PendingCause, UserMemoryState, same_statement
-from pipelines.review.timeliness import class_of, days_named, expiry
+from pipelines.review.timeliness import class_of, day_of_refined, days_named, expiry
 from pipelines.route import AppendTurn, Decision, EraseUser, route
 from pipelines.vocabulary import PredicateSpec, default_vocabulary
 from schemas.events import ActionType, CrmWebhook, DialogueEvent, InputEvent, UserAction
@@ -242,6 +242,7 @@ class Reviewer:
             fact.subject, fact.predicate, fact.object, fact.polarity, state.current(at)
         )
         chain = self._chain(fact)
+        named = named or day_of_refined(fact, state.heads.get(chain), at)
         late = self._late(state, fact, chain)
         if late is not None and late.repeat:
             state.count("late_repeat")

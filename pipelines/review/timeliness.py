@@ -22,7 +22,7 @@ from pipelines.review.rules import attribute
 from pipelines.vocabulary import TIME_TYPES, default_vocabulary
 from pipelines.vocabulary.values import last_day_named
 from schemas.facts import ExtractedFact
-from schemas.memory import Polarity, ReviewOutcome, ReviewStage
+from schemas.memory import MemoryRecord, Polarity, ReviewOutcome, ReviewStage
 
 _SECONDS_PER_DAY = 86_400
 
@@ -72,6 +72,28 @@ def days_named(facts: Sequence[ExtractedFact]) -> dict[str, date]:
         if day is not None and (spec.ttl not in named or day > named[spec.ttl]):
             named[spec.ttl] = day
     return named
+
+
+def day_of_refined(fact: ExtractedFact, head: MemoryRecord | None, at: datetime) -> date | None:
+    """The day a time said without one keeps from the value it replaces.
+
+    "October 3 to 17", then "the 11:20 departure, book it": the clock time
+    refines the trip its chain holds, and must not lapse after the 3.8 days of
+    a time said for tomorrow. It stays current as long as the replaced value
+    would have (its last day still ahead), whatever day it falls on.
+    """
+    spec = default_vocabulary().spec(attribute(fact.subject, fact.predicate))
+    if (
+        head is None
+        or spec.type not in TIME_TYPES
+        or fact.polarity is Polarity.NEGATED
+        or head.polarity is Polarity.NEGATED
+        or not head.is_current(at)
+        or spec.standing(fact.object)
+        or last_day_named(fact.object, fact.event_ts) is not None
+    ):
+        return None
+    return last_day_named(head.object, head.valid_from)
 
 
 def class_of(fact: ExtractedFact) -> str:

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 from ingest_helpers import create_topics, delete_topics
-from sample_memory import check_sample_memory
+from sample_memory import check_more_sample_memory, check_sample_memory
 
 from connectors.chroma_memory import ChromaMemory
 from connectors.neo4j_memory import Neo4jMemory
@@ -91,6 +91,7 @@ def test_run_sample_applies_the_whole_stream_and_prints_the_report(
         for line in (SAMPLE_DIR / f"{topic}.jsonl").read_text(encoding="utf-8").splitlines()
     )
     check_sample_memory(chroma.get, last + timedelta(minutes=1))
+    check_more_sample_memory(chroma.get, last + timedelta(minutes=1))
 
     # Every user had facts extracted, negations are printed as negations, and
     # a changed value shows its version chain.

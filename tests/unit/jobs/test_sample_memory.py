@@ -6,7 +6,7 @@ import json
 from datetime import timedelta
 
 import pytest
-from sample_memory import check_sample_memory
+from sample_memory import check_more_sample_memory, check_sample_memory
 
 from memstream.data import sample_dir
 from memstream.testing import InMemoryStores
@@ -79,3 +79,5 @@ def test_the_sample_users_memory_is_right(
         tier.flush()
     last = max(r.event.ts for r in results if r.event is not None)
     check_sample_memory(stores.episodic.get, last + timedelta(minutes=1))
+    if extractor == "hybrid":
+        check_more_sample_memory(stores.episodic.get, last + timedelta(minutes=1))

@@ -9,7 +9,7 @@ import pytest
 
 from pipelines.extract import FactExtractor
 from pipelines.extract.context import OfferedFact, offered_form
-from pipelines.extract.extractor import in_scope
+from pipelines.extract.extractor import in_scope, is_aside
 from pipelines.extract.learned.facts import (
     CONFIDENCE_FROM_CONTEXT,
     CONFIDENCE_HEDGED,
@@ -183,6 +183,35 @@ def test_a_value_from_context_is_held_by_a_hedge_anywhere_in_the_answer(nlp: Any
     assert not in_scope(answer, nlp("Yes, upgrade me to that.")).hedged
 
 
+@pytest.mark.parametrize(
+    ("text", "predicate", "value", "aside"),
+    [
+        # Someone else did it, in the past: a complaint or a story, no booking.
+        ("The driver called me at 11 pm, that's way too late.", "contact_time", "11 pm", True),
+        ("The engineer never turned up on Saturday.", "appointment_time", "Saturday", True),
+        ("My order from last night was cold.", "delivery_time", "last night", True),
+        ("It arrived two days ago.", "delivery_time", "two days ago", True),
+        # The speaker's own past arrangement or habit, a state, or what is to come.
+        ("I booked it for Monday at 3pm.", "appointment_time", "Monday at 3pm", False),
+        ("They moved it to Friday.", "appointment_time", "Friday", False),
+        ("I started swimming, 7am Mon Wed Fri.", "appointment_time", "7am Mon Wed Fri", False),
+        ("Your payment was due on the 1st.", "payment_date", "1st", False),
+        ("Can the engineer come on Saturday?", "appointment_time", "Saturday", False),
+        ("I was born on 3 May.", "birthday", "3 May", False),
+        # A stop on the way is no destination.
+        ("The one via Helsinki, please.", "travel", "Helsinki", True),
+        ("We fly to Tokyo with a layover in Doha.", "travel", "Doha", True),
+        ("We fly to Tokyo with a layover in Doha.", "travel", "Tokyo", False),
+    ],
+)
+def test_a_value_that_is_no_arrangement_of_the_users_is_an_aside(
+    nlp: Any, text: str, predicate: str, value: str, aside: bool
+) -> None:
+    start = text.index(value)
+    tagged = triple(predicate, value.casefold(), start=start, end=start + len(value))
+    assert is_aside(tagged, nlp(text)) is aside
+
+
 @pytest.fixture(scope="module")
 def hybrid() -> FactExtractor:
     return FactExtractor.load(DialogueParser.load(), learned_path=MODEL_PATH)
@@ -245,6 +274,16 @@ def test_a_piece_of_an_offer_read_from_context_is_the_whole_offer() -> None:
     assert offered_form("travel_time", "may 16", offers, _same_type) is None
     assert offered_form("email", "noon", offers, _same_type) is None
     assert offered_form("installation_time", "noon", [], _same_type) is None
+
+
+def test_a_stop_on_the_way_offered_and_accepted_is_no_destination(hybrid: FactExtractor) -> None:
+    # The yes reads the offer's words: the offer's parse says Helsinki is on the way.
+    offer, answer = dialogue(
+        hybrid,
+        (Role.AGENT, "The 11:20 am departure via Helsinki is available too."),
+        (Role.USER, "Yes, that one. Book it."),
+    )
+    assert not [f for f in offer + answer if f.predicate == "travel"], offer + answer
 
 
 def test_a_yes_to_an_offer_takes_its_values_whole(hybrid: FactExtractor) -> None:

@@ -72,6 +72,35 @@ def test_a_day_named_within_the_ttl_or_ruled_out_leaves_the_ttl_alone() -> None:
     assert record(op).expires_at == T0 + timedelta(days=3.8)
 
 
+def test_a_clock_time_that_refines_a_dated_value_keeps_its_day() -> None:
+    # "October 3 to 17", then the 11:20 departure: the time replaces the trip's
+    # value but not the days it is about, so it does not lapse after 3.8 days.
+    feed = Feed()
+    trip = fact("e1", "travel_time", "october 3 to 17", kind=MemoryKind.STATUS)
+    feed.say("e1", trip)
+    departure = fact("e2", "travel_time", "11:20am", kind=MemoryKind.STATUS)
+    [op] = of(feed.say("e2", departure, ts=T0 + DAY), OpType.UPSERT_FACT)
+    assert record(op).expires_at == datetime(2026, 10, 18, tzinfo=T0.tzinfo)
+    assert "the day it names" in record(op).review[1].reason
+
+
+def test_a_clock_time_alone_or_after_an_undated_value_keeps_the_ttl() -> None:
+    alone = fact("e1", "travel_time", "11:20am", kind=MemoryKind.STATUS)
+    [op] = of(Feed().say("e1", alone), OpType.UPSERT_FACT)
+    assert record(op).expires_at == T0 + timedelta(days=3.8)
+    feed = Feed()
+    feed.say("e1", fact("e1", "appointment_time", "afternoon", kind=MemoryKind.STATUS))
+    later = fact("e2", "appointment_time", "2pm", kind=MemoryKind.STATUS)
+    [op] = of(feed.say("e2", later), OpType.UPSERT_FACT)
+    assert record(op).expires_at == T0 + timedelta(days=30 * 1.9)
+    # A new day is no refinement: it names its own.
+    feed = Feed()
+    feed.say("e1", fact("e1", "travel_time", "october 3 to 17", kind=MemoryKind.STATUS))
+    moved = fact("e2", "travel_time", "tomorrow", kind=MemoryKind.STATUS)
+    [op] = of(feed.say("e2", moved), OpType.UPSERT_FACT)
+    assert record(op).expires_at == T0 + timedelta(days=3.8)
+
+
 class _Clock:
     """A clock the test moves by hand."""
 
