@@ -478,6 +478,8 @@ def _dedupe(found: list[Candidate]) -> list[Candidate]:
 # query strings, rare in what people type to each other.
 _MACHINE_PUNCTUATION = frozenset('{}[]"=;')
 MACHINE_PUNCTUATION_SHARE = 0.15
+# C0 control characters other than the whitespace ones.
+_CONTROLS = frozenset(chr(c) for c in range(32)) - set("\t\n\r")
 
 
 def _machine_text(text: str) -> bool:
@@ -485,11 +487,18 @@ def _machine_text(text: str) -> bool:
 
     The tagger learned dialogue only; in '{"role": "user", "text": null}' it
     read "text" as the SMS channel. Emoji and a little markup around a sentence
-    stay dialogue ("<b>Call me on 0151 234 5678</b>").
+    stay dialogue ("<b>Call me on 0151 234 5678</b>"), and so does a zero-width
+    space pasted in with a word.
     """
     stripped = "".join(text.split())
     if not stripped:
         return False
+    # No keyboard types a NUL or a bidi override: such a turn is binary, a
+    # spoofing attempt or a paste gone wrong, never a statement to learn from.
+    if any(
+        ch in _CONTROLS or "\u202a" <= ch <= "\u202e" or "\u2066" <= ch <= "\u2069" for ch in text
+    ):
+        return True
     share = sum(ch in _MACHINE_PUNCTUATION for ch in stripped) / len(stripped)
     return share >= MACHINE_PUNCTUATION_SHARE
 

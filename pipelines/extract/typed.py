@@ -13,7 +13,7 @@ import re
 from collections.abc import Sequence
 
 from pipelines.vocabulary import Vocabulary, default_vocabulary
-from pipelines.vocabulary.values import MONTHS, WEEKDAYS
+from pipelines.vocabulary.values import MONTHS, WEEKDAYS, undated
 from schemas.facts import ExtractedFact
 from schemas.memory import Polarity
 
@@ -28,6 +28,9 @@ def typed(
     """``facts`` of one turn renamed, normalised, windows joined and repeats dropped."""
     vocab = vocabulary or default_vocabulary()
     renamed = [_normalised(fact, vocab) for fact in facts]
+    # A dated predicate's value names something and dates it ("brother's
+    # wedding 14 june"): a date alone ("next month") names no event.
+    renamed = [f for f in renamed if not vocab.spec(f.predicate).dated or undated(f.object).strip()]
     joined = _join_windows(renamed, vocab)
     seen: set[tuple[str, str, Polarity, str]] = set()
     unique = []

@@ -26,6 +26,8 @@ CONFIDENCE_SURE = 0.88
 CONFIDENCE_UNSURE = 0.7
 CONFIDENCE_HEDGED = 0.6
 CONFIDENCE_FROM_CONTEXT = 0.86
+# A rule's fact read by an explicit cue word (pipelines/extract/extractor.py).
+CONFIDENCE_CUED = 0.9
 # The tagger's own score (its softmax, or the CRF's marginal) from which a tag is sure.
 SURE_TAG_SCORE = 0.6
 _VOICES = {Role.USER: Assertor.USER, Role.AGENT: Assertor.AGENT, Role.SYSTEM: Assertor.SYSTEM}
@@ -113,4 +115,20 @@ def combine(
     added = [
         r for r in rules if vocab.spec(r.predicate).type in CLOSED_FORM_TYPES and not stated(r)
     ]
-    return [*kept, *added]
+    # One string of digits, two readings: where a rule read it by its cue ("call
+    # me on 0151 234 5678") as another closed-form type than the tagger did (a
+    # reference number), the cue's reading replaces the tagger's.
+    retyped = {
+        id(f)
+        for f in kept
+        for r in added
+        if r.confidence >= CONFIDENCE_CUED
+        and vocab.spec(f.predicate).type in CLOSED_FORM_TYPES
+        and _digits(f.object)
+        and _digits(f.object) == _digits(r.object)
+    }
+    return [*(f for f in kept if id(f) not in retyped), *added]
+
+
+def _digits(value: str) -> str:
+    return "".join(ch for ch in value if ch.isdigit())

@@ -97,3 +97,13 @@ def test_a_fact_past_the_parse_cap_is_not_extracted_one_before_it_is(
     # Only the first statement (inside FULL_PARSE_CHARS) yields its fact, once.
     assert [(f.predicate, f.object) for f in found] == [("phone_number", "01512345678")]
     assert found[0].source_span is not None and found[0].source_span.start == 0
+
+
+def test_a_zero_width_space_pasted_in_keeps_the_fact_a_bidi_override_does_not(
+    extractor: FactExtractor,
+) -> None:
+    pasted = run(extractor, "Call me on\u200b 0151 234 5678")
+    assert [(f.predicate, f.object) for f in pasted] == [("phone_number", "01512345678")]
+    # A bidi override or a NUL is no keyboard's: the tagger leaves such a turn alone.
+    spoofed = run(extractor, "\u202eI love jazz")
+    assert not [f for f in spoofed if f.predicate == "likes"], spoofed

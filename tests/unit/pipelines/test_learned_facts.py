@@ -20,6 +20,7 @@ from pipelines.extract.learned.facts import (
 )
 from pipelines.extract.learned.model import MODEL_PATH
 from pipelines.extract.learned.tagging import LearnedTriple
+from pipelines.extract.typed import typed
 from pipelines.parse import DialogueParser
 from pipelines.parse.model import Intent, ParsedTurn
 from schemas.events import DialogueEvent, Role
@@ -116,6 +117,23 @@ def test_the_taggers_facts_first_then_the_rules_closed_form_values_it_did_not_st
     ]
 
 
+def test_a_number_a_rule_read_by_its_cue_is_typed_as_the_cue_says() -> None:
+    # "Please call me on 0151 234 5678": the tagger read a reference number.
+    event = turn()
+    tagged = learned_fact(event, PARSED, triple("reference_number", "01512345678"), update=False)
+    cued = learned_fact(event, PARSED, triple("phone_number", "0151 234 5678"), update=False)
+    cued = cued.model_copy(update={"confidence": 0.9})  # a rule's fact with its cue word
+    assert [(f.predicate, f.object) for f in combine([tagged], [cued])] == [
+        ("phone_number", "0151 234 5678")
+    ]
+    # Without a cue (a guessed topic) the tagger's reading stands beside it.
+    guessed = cued.model_copy(update={"confidence": 0.84})
+    assert [f.predicate for f in combine([tagged], [guessed])] == [
+        "reference_number",
+        "phone_number",
+    ]
+
+
 def test_a_single_valued_predicate_the_tagger_read_takes_no_second_value_from_the_rules() -> None:
     event = turn()
 
@@ -141,6 +159,13 @@ def test_a_standing_window_is_a_rule_beside_the_bookings() -> None:
     weekdays = learned_fact(turn(), PARSED, triple("installation_time", "weekday"), update=False)
     booking = learned_fact(turn(), PARSED, triple("installation_time", "monday 2pm"), update=False)
     assert weekdays.kind is MemoryKind.RULE and booking.kind is MemoryKind.STATUS
+
+
+def test_a_date_alone_names_no_event() -> None:
+    # "I might order again for my daughter's birthday next month": "month" is no event.
+    values = ["month", "next saturday", "daughter's birthday", "brother's wedding 14 june"]
+    facts = [learned_fact(turn(), PARSED, triple("event", v), update=False) for v in values]
+    assert [f.object for f in typed(facts)] == ["daughter's birthday", "brother's wedding 14 june"]
 
 
 @pytest.fixture(scope="module")
