@@ -476,8 +476,15 @@ class UserIndex:
         kinds: frozenset[ItemKind] | None = None,
         session_id: str | None = None,
         keep: Callable[[IndexItem], bool] | None = None,
+        own_name: frozenset[str] = frozenset(),
     ) -> list[Scored]:
-        """The ``k`` best items for ``query`` at ``at``, best first (module docstring)."""
+        """The ``k`` best items for ``query`` at ``at``, best first (module docstring).
+
+        ``own_name`` holds the terms of the user's own name: an agent asking
+        "Who's in Kerry's party?" of Kerry's memory learns nothing from "Kerry",
+        yet the rare word would rank the turn she said hello in ("Hi, it's
+        Kerry") above the one that answers.
+        """
         rows = len(self._items)
         if rows == 0 or k < 1 or self._count == 0:
             return []
@@ -485,7 +492,8 @@ class UserIndex:
         q = np.asarray(query_vector, dtype=np.float32)
         q_norm = float(np.linalg.norm(q))
         cosine = self._vectors[:rows] @ (q / q_norm if q_norm > 0 else q)
-        raw_bm25 = self.bm25(terms(query))
+        asked = [t for t in terms(query) if t not in own_name]
+        raw_bm25 = self.bm25(asked or terms(query))
         alive = self._alive[:rows]
         best = float(raw_bm25[alive].max()) if alive.any() else 0.0
         bm25 = raw_bm25 / best if best > 0 else raw_bm25

@@ -310,6 +310,7 @@ class MemoryService:
                 exact_keys=exact,
                 include_history=include_history,
                 keep=keep_for(items, filters),
+                own_name=items.own_name,
             )
             return to_hits(items, ranked)
 

@@ -23,7 +23,7 @@ from pipelines.encode.combine import W_TEXT
 from pipelines.encode.hashing import field_features, hash_feature_lists
 from pipelines.episodes import answer_links
 from pipelines.recall import passes, to_hit
-from pipelines.recall_index import IndexItem, ItemKind, Scored, UserIndex
+from pipelines.recall_index import IndexItem, ItemKind, Scored, UserIndex, terms
 from schemas.episodes import StoredEpisode
 from schemas.hits import SearchHit
 from schemas.memory import MemoryKind, MemoryState, Polarity, Tier
@@ -45,6 +45,7 @@ class UserItems:
     facts: dict[str, tuple[SearchHit, MemoryState]] = field(default_factory=dict)
     episodes: dict[str, StoredEpisode] = field(default_factory=dict)
     revision: str | None = None
+    own_name: frozenset[str] = frozenset()  # the BM25 terms of the user's own name
 
 
 def _exact_keys(hit: SearchHit) -> frozenset[int]:
@@ -118,6 +119,15 @@ def build_items(
         item = _fact_item(hit, pending=pending_item, scale=1.0, source=source_of.get(hit.fact_id))
         items.index.upsert(item, vector)
         items.facts[hit.fact_id] = (hit, state)
+    items.own_name = frozenset(
+        term
+        for hit, state in items.facts.values()
+        if hit.predicate == "name"
+        and hit.polarity is Polarity.AFFIRMED
+        and state is MemoryState.COMMITTED
+        and hit.valid_until is None
+        for term in terms(hit.object)
+    )
     return items
 
 

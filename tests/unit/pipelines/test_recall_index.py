@@ -323,3 +323,19 @@ def test_an_answer_already_above_its_question_keeps_its_place() -> None:
     hits = index.search("kitchen done", vec(0), at=NOW, k=2)
     assert ids(hits) == ["a", "q"]
     assert hits[1].total < 0.5 * hits[0].total  # the question kept its own low score
+
+
+def test_the_users_own_name_in_the_query_does_not_pick_the_hello() -> None:
+    index = UserIndex(DIM)
+    index.upsert(episode("hello", "Hi it's Kerry, need to change a couple of things"), vec(0))
+    index.upsert(episode("party", "in our party: Lee, the three kids and the dog"), vec(1))
+    index.upsert(episode("food", "party food for the kids"), vec(2))
+    index.upsert(episode("pitch", "a hardstanding pitch for the party"), vec(3))
+    query = "Who's in Kerry's party?"
+    # "Kerry" is rarer than "party" in her own memory: it wins the keyword part.
+    assert ids(index.search(query, vec(5), at=NOW, k=3))[0] == "hello"
+    named = index.search(query, vec(5), at=NOW, k=3, own_name=frozenset(terms("Kerry")))
+    assert "hello" not in ids(named) and len(named) == 3
+    # A query of the name alone still matches it.
+    alone = index.search("Kerry", vec(5), at=NOW, k=1, own_name=frozenset(terms("Kerry")))
+    assert ids(alone) == ["hello"]

@@ -1,0 +1,48 @@
+"""What the serving index learns from the user's facts besides the items themselves."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import numpy as np
+
+from jobs.serve.recall_items import build_items
+from schemas.hits import SearchHit
+from schemas.memory import MemoryKind, Polarity, Tier
+
+NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
+DIM = 4
+
+
+def hit(fact_id: str, predicate: str, obj: str, **kw: object) -> SearchHit:
+    values: dict[str, object] = {
+        "tier": Tier.EPISODIC,
+        "fact_id": fact_id,
+        "chain_id": f"c-{predicate}-{obj}",
+        "tenant_id": "t",
+        "user_id": "u",
+        "subject": "user",
+        "predicate": predicate,
+        "object": obj,
+        "polarity": Polarity.AFFIRMED,
+        "kind": MemoryKind.FACT,
+        "version": 1,
+        "valid_from": NOW,
+    } | kw
+    return SearchHit.model_validate(values)
+
+
+def test_the_users_own_name_is_read_from_their_current_name_facts() -> None:
+    vector = [1.0] * DIM
+    facts = [
+        (hit("f1", "name", "Kerry Walsh"), vector),
+        (hit("f2", "name", "kez", valid_until=NOW), vector),  # closed: no longer her name
+        (hit("f3", "name", "lee", polarity=Polarity.NEGATED), vector),  # "I'm not Lee"
+        (hit("f4", "family_member", "husband lee"), vector),
+    ]
+    items = build_items(chroma_facts=facts, embed=lambda hits: [np.ones(DIM)] * len(hits), dim=DIM)
+    assert items.own_name == {"kerry", "walsh"}
+    pending = build_items(
+        pending=[hit("p1", "name", "kerry")], embed=lambda h: [np.ones(DIM)], dim=DIM
+    )
+    assert pending.own_name == frozenset()  # a name waiting for confirmation is not taken as hers
