@@ -222,19 +222,18 @@ class FactExtractor:
         assert self.learned is not None  # noqa: S101 - only called with a model
         previous = {sid: c.last_text for sid, c in contexts.items()}
         inputs, english = [], []
-        # The doc of each turn's previous turn, when this batch holds it: where
-        # the offsets of a value read from that turn point.
-        last_doc: dict[str, int] = {}
-        before: dict[int, Any] = {}
+        # The text each turn was tagged with as its context: a value read from
+        # it has its offsets there. It is parsed only when such a value must be
+        # read in its clause, from the text itself and never from this batch's
+        # docs, so a turn yields the same facts however the stream is batched.
+        context_text: dict[int, str] = {}
         for i, (event, parsed) in enumerate(pairs):
-            if event.session_id in last_doc:
-                before[i] = docs.get(last_doc[event.session_id])
-            last_doc[event.session_id] = i
             tagged = event.role is not Role.SYSTEM and not parsed.is_chit_chat
             tagged = tagged and not _machine_text(event.text)
             if tagged and parsed.lang.startswith("en"):
                 head = parsed_head(event.text)
-                inputs.append((previous.get(event.session_id, ""), head, event.role.value))
+                context_text[i] = previous.get(event.session_id, "")
+                inputs.append((context_text[i], head, event.role.value))
                 english.append(i)
             previous[event.session_id] = event.text[:LAST_TEXT_CHARS]
         triples = self.learned.predict(inputs)
@@ -243,12 +242,18 @@ class FactExtractor:
             scoped = [
                 in_scope(t, docs.get(i))
                 for t in found
-                if not is_aside(t, before.get(i) if t.from_context else docs.get(i))
+                if not is_aside(t, self._doc_read(t, docs.get(i), context_text[i]))
             ]
             if _hedged_alone(scoped, docs.get(i)):
                 scoped = [replace(t, hedged=True) for t in scoped]
             out[i] = [(t, _sentence(t, docs.get(i))) for t in scoped]
         return out
+
+    def _doc_read(self, triple: LearnedTriple, doc: Any, context: str) -> Any:
+        """The parse a tagged value's offsets point into (the context's, for an answer's value)."""
+        if not triple.from_context:
+            return doc
+        return self.parser.nlp(context) if context and reads_clause(triple) else None
 
     def _turn_facts(
         self,
@@ -549,15 +554,22 @@ def is_aside(triple: LearnedTriple, doc: Any) -> bool:
     booking, and a place on the way ("the flight via Helsinki") is no
     destination. The rules skip both (``scope``); the tagger's values now too.
     """
-    if doc is None or triple.end <= triple.start:
+    if doc is None or triple.end <= triple.start or not reads_clause(triple):
         return False
     span = doc.char_span(triple.start, triple.end, alignment_mode="expand")
     if span is None:
         return False
+    if default_vocabulary().spec(triple.predicate).name == "travel":
+        return on_the_way(span)
+    return tells_of_the_past(span)
+
+
+def reads_clause(triple: LearnedTriple) -> bool:
+    """Whether ``is_aside`` reads the value's clause: an arrangement's time, a trip's place."""
     spec = default_vocabulary().spec(triple.predicate)
-    if spec.type in _ARRANGED_TYPES and spec.name not in _NOT_ARRANGED:
-        return tells_of_the_past(span)
-    return spec.name == "travel" and on_the_way(span)
+    return spec.name == "travel" or (
+        spec.type in _ARRANGED_TYPES and spec.name not in _NOT_ARRANGED
+    )
 
 
 def in_scope(triple: LearnedTriple, doc: Any) -> LearnedTriple:

@@ -322,3 +322,39 @@ def test_a_yes_to_an_offer_takes_its_values_whole(hybrid: FactExtractor) -> None
     accepted = [f for f in answer if f.predicate == "travel_time"]
     assert accepted and {f.object for f in accepted} <= offered, (offered, answer)
     assert all(f.asserted_by is Assertor.USER for f in accepted)
+
+
+def test_an_answers_value_is_read_the_same_however_the_stream_is_batched(
+    hybrid: FactExtractor,
+) -> None:
+    # Flink hands the extractor one turn at a time, Faust a batch: the offer's
+    # parse must come from the context text, never from the batch's other turns.
+    turns = [
+        (Role.AGENT, "The 11:20 am departure via Helsinki is available too."),
+        (Role.USER, "Yes, that one. Book it."),
+        (Role.AGENT, "The driver called you at 11 pm, is that right?"),
+        (Role.USER, "Yes, way too late."),
+    ]
+    events = [
+        DialogueEvent(
+            event_id=f"e{i}",
+            tenant_id="acme",
+            user_id="u1",
+            session_id="s1",
+            turn_index=i,
+            role=role,
+            text=text,
+            ts=T0 + timedelta(minutes=i),
+        )
+        for i, (role, text) in enumerate(turns)
+    ]
+    pairs = list(zip(events, hybrid.parser.parse_batch(events), strict=True))
+    whole, _ = hybrid.extract_in_context(pairs, {})
+    one_by_one, contexts = [], {}
+    for pair in pairs:
+        [facts], contexts = hybrid.extract_in_context([pair], contexts)
+        one_by_one.append(facts)
+    assert [[f.text for f in facts] for facts in one_by_one] == [
+        [f.text for f in facts] for facts in whole
+    ]
+    assert not [f for facts in whole for f in facts if f.predicate == "travel"], whole
