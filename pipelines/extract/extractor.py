@@ -47,7 +47,7 @@ from pipelines.extract.typed import typed
 from pipelines.ner.tagger import MODEL_PATH, NerTagger
 from pipelines.parse.model import Intent, ParsedTurn
 from pipelines.parse.parser import DialogueParser, parsed_head
-from pipelines.vocabulary import default_vocabulary
+from pipelines.vocabulary import TIME_TYPES, default_vocabulary
 from schemas.events import DialogueEvent, Role
 from schemas.facts import Assertor, ExtractedFact, Span
 from schemas.memory import MemoryKind, Polarity
@@ -237,23 +237,25 @@ class FactExtractor:
                 english.append(i)
             previous[event.session_id] = event.text[:LAST_TEXT_CHARS]
         triples = self.learned.predict(inputs)
+        context_docs: dict[int, Any] = {}
+
+        def read_in(i: int, t: LearnedTriple) -> Any:
+            """The parse ``t``'s offsets point into: the turn's, or its context's (made once)."""
+            if not t.from_context:
+                return docs.get(i)
+            if not context_text[i] or not reads_clause(t):
+                return None
+            if i not in context_docs:
+                context_docs[i] = self.parser.nlp(context_text[i])
+            return context_docs[i]
+
         out: list[list[tuple[LearnedTriple, Span | None]]] = [[] for _ in pairs]
         for i, found in zip(english, triples, strict=True):
-            scoped = [
-                in_scope(t, docs.get(i))
-                for t in found
-                if not is_aside(t, self._doc_read(t, docs.get(i), context_text[i]))
-            ]
+            scoped = [in_scope(t, docs.get(i)) for t in found if not is_aside(t, read_in(i, t))]
             if _hedged_alone(scoped, docs.get(i)):
                 scoped = [replace(t, hedged=True) for t in scoped]
             out[i] = [(t, _sentence(t, docs.get(i))) for t in scoped]
         return out
-
-    def _doc_read(self, triple: LearnedTriple, doc: Any, context: str) -> Any:
-        """The parse a tagged value's offsets point into (the context's, for an answer's value)."""
-        if not triple.from_context:
-            return doc
-        return self.parser.nlp(context) if context and reads_clause(triple) else None
 
     def _turn_facts(
         self,
@@ -539,8 +541,7 @@ def _hedged_alone(triples: list[LearnedTriple], doc: Any) -> bool:
     )
 
 
-# Times whose past is no memory of an arrangement: a birthday is said in the past tense.
-_ARRANGED_TYPES = frozenset({"datetime"})
+# A time whose past is no memory of an arrangement: a birthday is said in the past tense.
 _NOT_ARRANGED = frozenset({"birthday"})
 
 
@@ -567,9 +568,7 @@ def is_aside(triple: LearnedTriple, doc: Any) -> bool:
 def reads_clause(triple: LearnedTriple) -> bool:
     """Whether ``is_aside`` reads the value's clause: an arrangement's time, a trip's place."""
     spec = default_vocabulary().spec(triple.predicate)
-    return spec.name == "travel" or (
-        spec.type in _ARRANGED_TYPES and spec.name not in _NOT_ARRANGED
-    )
+    return spec.name == "travel" or (spec.type in TIME_TYPES and spec.name not in _NOT_ARRANGED)
 
 
 def in_scope(triple: LearnedTriple, doc: Any) -> LearnedTriple:

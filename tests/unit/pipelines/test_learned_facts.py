@@ -247,7 +247,14 @@ def said(extractor: FactExtractor, *texts: str) -> list[list[ExtractedFact]]:
 
 
 def dialogue(extractor: FactExtractor, *turns: tuple[Role, str]) -> list[list[ExtractedFact]]:
-    events = [
+    events = session(*turns)
+    parsed = extractor.parser.parse_batch(events)
+    return extractor.extract_batch(list(zip(events, parsed, strict=True)))
+
+
+def session(*turns: tuple[Role, str]) -> list[DialogueEvent]:
+    """One session's turns as events, a minute apart."""
+    return [
         DialogueEvent(
             event_id=f"e{i}",
             tenant_id="acme",
@@ -260,8 +267,6 @@ def dialogue(extractor: FactExtractor, *turns: tuple[Role, str]) -> list[list[Ex
         )
         for i, (role, text) in enumerate(turns)
     ]
-    parsed = extractor.parser.parse_batch(events)
-    return extractor.extract_batch(list(zip(events, parsed, strict=True)))
 
 
 def test_the_hybrids_facts_name_the_sentence_they_were_read_in(hybrid: FactExtractor) -> None:
@@ -335,19 +340,7 @@ def test_an_answers_value_is_read_the_same_however_the_stream_is_batched(
         (Role.AGENT, "The driver called you at 11 pm, is that right?"),
         (Role.USER, "Yes, way too late."),
     ]
-    events = [
-        DialogueEvent(
-            event_id=f"e{i}",
-            tenant_id="acme",
-            user_id="u1",
-            session_id="s1",
-            turn_index=i,
-            role=role,
-            text=text,
-            ts=T0 + timedelta(minutes=i),
-        )
-        for i, (role, text) in enumerate(turns)
-    ]
+    events = session(*turns)
     pairs = list(zip(events, hybrid.parser.parse_batch(events), strict=True))
     whole, _ = hybrid.extract_in_context(pairs, {})
     one_by_one, contexts = [], {}
