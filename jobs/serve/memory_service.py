@@ -49,7 +49,7 @@ from pipelines.actions import action_facts
 from pipelines.context import render_context
 from pipelines.encode import Encoder
 from pipelines.recall import RecallWeights, query_values, render_statement, to_hit
-from pipelines.recall_index import terms
+from pipelines.recall_index import in_first_person, terms
 from pipelines.time_focus import time_focus
 from schemas._base import Identifier
 from schemas.bounds import MAX_OBJECT_CHARS
@@ -225,6 +225,7 @@ class MemoryService:
         self._indexes: OrderedDict[tuple[str, str], UserItems] = OrderedDict()
         self.cache_items = settings.api.recall_cache_items if settings else RECALL_CACHE_ITEMS
         self._lock = threading.Lock()  # the HTTP API calls from a thread pool
+        self._dim: int | None = None
         self._served: OrderedDict[tuple[str, str], datetime] = OrderedDict()
         # Marks run after the reply, one at a time: a Chroma write (~10 ms on a busy
         # machine) on every recall's path doubled its latency under load.
@@ -282,19 +283,19 @@ class MemoryService:
             raise ValueError("as_of must be timezone-aware")
         at = as_of or self.clock()
         wanted = set(tiers) if tiers is not None else set(Tier)
-        query_vector = self._query_vector(query)
+        dim = self._vector_dim()
         if Tier.EPISODIC in wanted:
             # Chroma holds every fact version and every episode: the user's cached index.
-            committed = self._committed(tenant_id, user_id, len(query_vector))
+            committed = self._committed(tenant_id, user_id, dim)
         else:
             semantic = (
                 self.stores.neo4j.facts_as_of(tenant_id, user_id, at, None)
                 if Tier.SEMANTIC in wanted
                 else []
             )
-            committed = build_items(
-                semantic_facts=semantic, embed=self._statement_vectors, dim=len(query_vector)
-            )
+            committed = build_items(semantic_facts=semantic, embed=self._statement_vectors, dim=dim)
+        query = in_first_person(query, committed.own_name)
+        query_vector = self._query_vector(query)
         focus = time_focus(query, at)
         exact = frozenset(query_values(query))
         weights = (self.weights.vector, self.weights.keyword, self.weights.time)
@@ -310,7 +311,6 @@ class MemoryService:
                 exact_keys=exact,
                 include_history=include_history,
                 keep=keep_for(items, filters),
-                own_name=items.own_name,
             )
             return to_hits(items, ranked)
 
@@ -320,11 +320,17 @@ class MemoryService:
             waiting = build_items(
                 pending=self.stores.redis.pending(tenant_id, user_id, at),
                 embed=self._statement_vectors,
-                dim=len(query_vector),
+                dim=dim,
             )
             hits += find(waiting, k - len(hits))
         self._mark_served(tenant_id, hits)
         return hits
+
+    def _vector_dim(self) -> int:
+        """The length of the embedder's vectors (measured once: an index needs it up front)."""
+        if self._dim is None:
+            self._dim = len(self.stores.embedder.embed_queries(["memory"])[0])
+        return self._dim
 
     def _query_vector(self, query: str) -> np.ndarray[Any, np.dtype[np.float32]]:
         """MiniLM of ``query``: from the cache, else through the batcher (or alone)."""

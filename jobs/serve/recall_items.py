@@ -14,6 +14,7 @@ from them (``UserIndex``) and can be rebuilt at any time.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -25,6 +26,7 @@ from pipelines.episodes import answer_links
 from pipelines.recall import passes, to_hit
 from pipelines.recall_index import IndexItem, ItemKind, Scored, UserIndex, terms
 from schemas.episodes import StoredEpisode
+from schemas.events import Role
 from schemas.hits import SearchHit
 from schemas.memory import MemoryKind, MemoryState, Polarity, Tier
 from schemas.query import RecallFilters, RecallHit, ScoreBreakdown
@@ -45,7 +47,7 @@ class UserItems:
     facts: dict[str, tuple[SearchHit, MemoryState]] = field(default_factory=dict)
     episodes: dict[str, StoredEpisode] = field(default_factory=dict)
     revision: str | None = None
-    own_name: frozenset[str] = frozenset()  # the BM25 terms of the user's own name
+    own_name: frozenset[str] = frozenset()  # the terms of the name the user goes by
 
 
 def _exact_keys(hit: SearchHit) -> frozenset[int]:
@@ -119,16 +121,28 @@ def build_items(
         item = _fact_item(hit, pending=pending_item, scale=1.0, source=source_of.get(hit.fact_id))
         items.index.upsert(item, vector)
         items.facts[hit.fact_id] = (hit, state)
-    items.own_name = frozenset(
-        term
+    stated = [
+        hit.object
         for hit, state in items.facts.values()
         if hit.predicate == "name"
         and hit.polarity is Polarity.AFFIRMED
         and state is MemoryState.COMMITTED
         and hit.valid_until is None
-        for term in terms(hit.object)
+    ]
+    items.own_name = frozenset(
+        term for name in [*stated, *_called(episodes)] for term in terms(name)
     )
     return items
+
+
+def _called(episodes: Sequence[StoredEpisode]) -> list[str]:
+    """The name the user's own turns are keyed with most often (pipelines/speakers.py)."""
+    heard = Counter(
+        stored.episode.speaker
+        for stored in episodes
+        if stored.episode.role is Role.USER and stored.episode.speaker
+    )
+    return [heard.most_common(1)[0][0]] if heard else []
 
 
 def keep_for(items: UserItems, filters: RecallFilters | None) -> Callable[[IndexItem], bool] | None:

@@ -213,3 +213,16 @@ def test_recall_marks_what_it_served_for_the_archive_once_a_day(
     service.recall("acme", "u1", "which day, monday?", k=5)
     service.wait_for_marks()
     assert tiers.episodic.retrieved[("acme", "f-day")] == NOW + timedelta(days=2)
+
+
+def test_recall_asks_a_query_naming_the_user_as_the_user_said_it(
+    tiers: InMemoryStores, service: MemoryService
+) -> None:
+    name = record("f-name", "kerry walsh", predicate="name")
+    drink = record("f-drink", "green tea", predicate="likes_drink")
+    apply(tiers, upsert(name), upsert(drink))
+
+    # Her name matches the name fact twice; the question is about her drink.
+    hits = service.recall("acme", "u1", "What does Kerry Walsh drink?", k=2)
+
+    assert hits[0].fact_id == "f-drink"

@@ -7,7 +7,10 @@ from datetime import UTC, datetime
 import numpy as np
 
 from jobs.serve.recall_items import build_items
+from schemas.episodes import Episode, StoredEpisode
+from schemas.events import Role
 from schemas.hits import SearchHit
+from schemas.lineage import SourceLineage
 from schemas.memory import MemoryKind, Polarity, Tier
 
 NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
@@ -46,3 +49,37 @@ def test_the_users_own_name_is_read_from_their_current_name_facts() -> None:
         pending=[hit("p1", "name", "kerry")], embed=lambda h: [np.ones(DIM)], dim=DIM
     )
     assert pending.own_name == frozenset()  # a name waiting for confirmation is not taken as hers
+
+
+def said(index: int, role: Role, speaker: str | None) -> StoredEpisode:
+    lineage = SourceLineage(
+        topic="dialogue.events", partition=0, offset=index, event_id=f"e{index}"
+    )
+    episode = Episode(
+        episode_id=f"ep{index}",
+        tenant_id="t",
+        user_id="u",
+        session_id="s1",
+        turn_index=index,
+        role=role,
+        text="we got a greyhound",
+        ts=NOW,
+        lineage=lineage,
+        speaker=speaker,
+    )
+    return StoredEpisode(episode, outdated=False, vector=[1.0] * DIM)
+
+
+def test_the_name_the_users_turns_are_keyed_with_is_her_own_name_too() -> None:
+    # Between friends no one says "my name is": the friend calls her Niamh
+    # (pipelines/speakers.py), and her turns are keyed "Niamh: ...".
+    episodes = [
+        said(0, Role.AGENT, "Fiona"),
+        said(1, Role.USER, "Niamh"),
+        said(2, Role.USER, "Niamh"),
+        said(3, Role.USER, "Nee"),  # a nickname heard once
+        said(4, Role.USER, None),  # before both sides had a name
+    ]
+    items = build_items(episodes=episodes, embed=lambda hits: [], dim=DIM)
+    assert items.own_name == {"niamh"}
+    assert build_items(episodes=episodes[:1], embed=lambda hits: [], dim=DIM).own_name == set()

@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 import numpy as np
 import pytest
 
-from pipelines.recall_index import IndexItem, ItemKind, UserIndex, stem, terms
+from pipelines.recall_index import IndexItem, ItemKind, UserIndex, in_first_person, stem, terms
 from pipelines.time_focus import Order, TimeFocus, time_focus
 
 NOW = datetime(2027, 6, 1, 12, tzinfo=UTC)
@@ -334,8 +334,68 @@ def test_the_users_own_name_in_the_query_does_not_pick_the_hello() -> None:
     query = "Who's in Kerry's party?"
     # "Kerry" is rarer than "party" in her own memory: it wins the keyword part.
     assert ids(index.search(query, vec(5), at=NOW, k=3))[0] == "hello"
-    named = index.search(query, vec(5), at=NOW, k=3, own_name=frozenset(terms("Kerry")))
+    asked = in_first_person(query, frozenset(terms("Kerry Walsh")))
+    assert asked == "Who's in my party?"
+    named = index.search(asked, vec(5), at=NOW, k=3)
     assert "hello" not in ids(named) and len(named) == 3
-    # A query of the name alone still matches it.
-    alone = index.search("Kerry", vec(5), at=NOW, k=1, own_name=frozenset(terms("Kerry")))
-    assert ids(alone) == ["hello"]
+
+
+@pytest.mark.parametrize(
+    ("query", "said"),
+    [
+        ("How does Kerry prefer to be contacted?", "How do I prefer to be contacted?"),
+        ("What make of boiler does Mrs Walsh have?", "What make of boiler do I have?"),
+        ("Did Kerry Walsh book the pitch?", "Did I book the pitch?"),
+        ("Where is Kerry\u2019s caravan?", "Where is my caravan?"),
+        ("Who is Lee?", "Who is Lee?"),  # someone else's name stays
+        ("Mrs Lee's order?", "Mrs Lee's order?"),  # a title alone names no one
+        ("Kerry", "Kerry"),  # only her name: nothing else would be left to match
+    ],
+)
+def test_a_query_naming_the_user_is_asked_in_the_first_person(query: str, said: str) -> None:
+    assert in_first_person(query, frozenset(terms("Kerry Walsh"))) == said
+    assert in_first_person(query, frozenset()) == query
+
+
+def test_a_later_turn_on_the_same_topic_with_a_new_value_ranks_above_the_earlier() -> None:
+    index = UserIndex(DIM)
+    # The earlier turn says the question's words; the update is terse.
+    index.upsert(
+        episode("booked", "eye operation booked for May 11th", days_ago=40, session_id="s1"),
+        vec(0, 1),
+    )
+    index.upsert(
+        episode("done", "done Tuesday, the 15th", days_ago=3, session_id="s4"), vec(0, 1, 2)
+    )
+    index.upsert(episode("other", "the garden is lovely", days_ago=2, session_id="s4"), vec(5))
+    hits = index.search("when was the eye operation?", vec(0, 1), at=NOW, k=3)
+    assert ids(hits)[:2] == ["done", "booked"]
+
+
+def test_a_later_turn_without_a_value_or_on_another_topic_keeps_its_rank() -> None:
+    index = UserIndex(DIM)
+    index.upsert(
+        episode("booked", "eye operation booked for May 11th", days_ago=40, session_id="s1"),
+        vec(0, 1),
+    )
+    # Same topic, but no value of its own: chit-chat about the operation.
+    index.upsert(episode("chat", "so nervous about it", days_ago=3, session_id="s4"), vec(0, 1, 2))
+    # A value, but about something else (orthogonal vector).
+    index.upsert(episode("bus", "bus at 7 tomorrow", days_ago=2, session_id="s5"), vec(3))
+    hits = index.search("when is the eye operation?", vec(0, 1), at=NOW, k=3)
+    assert ids(hits)[0] == "booked"
+
+
+def test_asking_for_the_first_time_keeps_the_earlier_turn_first() -> None:
+    index = UserIndex(DIM)
+    index.upsert(
+        episode("booked", "eye operation booked for May 11th", days_ago=40, session_id="s1"),
+        vec(0, 1),
+    )
+    index.upsert(
+        episode("moved", "eye operation moved to June 15th", days_ago=3, session_id="s4"),
+        vec(0, 1, 2),
+    )
+    focus = TimeFocus(order=Order.EARLIEST)
+    hits = index.search("eye operation first date", vec(0, 1), at=NOW, k=2, focus=focus)
+    assert ids(hits)[0] == "booked"
