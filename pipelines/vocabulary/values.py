@@ -203,6 +203,7 @@ def normalise_datetime(text: str) -> str:
         "",
         value,
     )
+    value = _day_of_month(value)
     words = [_DAY_SHORT.get(word.rstrip("."), word) for word in value.split()]
     # "tomorrow am": a day's "am" is its morning (a clock's "9am" is one word).
     words = [
@@ -210,6 +211,30 @@ def normalise_datetime(text: str) -> str:
         for i, word in enumerate(words)
     ]
     return " ".join(_PLURALS.get(word, word) for word in words)
+
+
+# A month named in full or short ("aug", "sept."), for a day of the month beside it.
+_MONTH = r"(?:" + "|".join([*MONTHS, *_MONTH_SHORT]) + r")\b\.?"
+_DAY_BEFORE_MONTH = re.compile(
+    r"\b(?:the\s+)?(\d{1,2})(?:st|nd|rd|th)?(?:\s+of)?(?=\s+" + _MONTH + ")"
+)
+_A_MONTH = re.compile(r"\b" + _MONTH)
+_DAY_ORDINAL = re.compile(r"\b(\d{1,2})(?:st|nd|rd|th)\b")
+_DAY_AFTER_MONTH = re.compile(r"\b(" + _MONTH + r"\s+)(?:the\s+)?(\d{1,2})(?:st|nd|rd|th)\b")
+
+
+def _day_of_month(value: str) -> str:
+    """A day beside its month as a plain number: 'the 28th of august' -> '28 august'.
+
+    'March 14th', 'march 14' and '14 March' are one date (the key ignores the
+    order); a day said without its month ('the 15th') keeps its suffix, which
+    is all that tells it from an hour. With a month, every day is a number.
+    """
+    if _A_MONTH.search(value) is None:
+        return value
+    value = _DAY_BEFORE_MONTH.sub(r"\1", value)
+    value = _DAY_AFTER_MONTH.sub(r"\1\2", value)
+    return _DAY_ORDINAL.sub(r"\1", value)  # the first day of a range: "4th to 18th april"
 
 
 _ISO = re.compile(r"\d{4}-\d{2}-\d{2}(?:[T ][\d:.]+(?:Z|[+-]\d{2}:?\d{2})?)?")
