@@ -42,6 +42,7 @@ import numpy as np
 import numpy.typing as npt
 
 from pipelines.time_focus import Order, TimeFocus
+from pipelines.vocabulary.values import MONTHS, WEEKDAYS
 
 # Okapi BM25's usual constants (Lucene's defaults).
 BM25_K1 = 1.2
@@ -312,14 +313,18 @@ def in_first_person(query: str, own_name: frozenset[str]) -> str:
 
 
 def _is_name_word(word: str, own_name: frozenset[str], *, title_ok: bool) -> bool:
-    if title_ok and word.casefold().rstrip(".") in _TITLES:
+    bare = word.casefold().rstrip(".")
+    if title_ok and bare in _TITLES:
         return True
+    if bare.removesuffix("'s").removesuffix("\u2019s") in _CALENDAR:
+        return False  # "in May" is a month even for a user called May
     said = terms(word)
     return bool(said) and all(t in own_name for t in said)
 
 
 _QUERY_WORD = re.compile(r"[^\W\d_]+(?:['\u2019][^\W\d_]+)?'?\.?")
 _TITLES = frozenset({"mr", "mrs", "ms", "miss", "mx", "dr"})
+_CALENDAR = frozenset({*MONTHS, *WEEKDAYS})
 # "What does Kerry want?" -> "What do I want?": MiniLM reads the agreement too.
 _AS_I = re.compile(r"\b(does|has|is)\s+I\b", re.IGNORECASE)
 _AS_I_VERB = {"does": "do", "has": "have", "is": "am"}

@@ -357,6 +357,16 @@ def test_a_query_naming_the_user_is_asked_in_the_first_person(query: str, said: 
     assert in_first_person(query, frozenset()) == query
 
 
+def test_a_month_or_a_day_is_never_taken_for_the_users_name() -> None:
+    kerry_may = frozenset(terms("Kerry May"))
+    assert in_first_person("What did Kerry book in May?", kerry_may) == "What did I book in May?"
+    # A user called May is not asked about as "I": the month would be too.
+    assert in_first_person("What did May book?", frozenset(terms("May"))) == "What did May book?"
+    assert in_first_person("Is Chen free on Monday?", frozenset(terms("Monday Chen"))) == (
+        "am I free on Monday?"
+    )
+
+
 def test_a_later_turn_on_the_same_topic_with_a_new_value_ranks_above_the_earlier() -> None:
     index = UserIndex(DIM)
     # The earlier turn says the question's words; the update is terse.
