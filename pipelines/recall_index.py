@@ -30,6 +30,7 @@ truth) and keeps it coherent with their writes; a restart rebuilds it.
 
 from __future__ import annotations
 
+import heapq
 import math
 import re
 from collections import defaultdict
@@ -681,32 +682,34 @@ class UserIndex:
 
     def _updates_first(self, scored: list[Scored]) -> list[Scored]:
         """Each of the best items just below its newest implicit update (see SAME_TOPIC)."""
-        window = sorted(scored, key=lambda s: (-s.total, s.item.item_id))[:LATEST_WINDOW]
+        window = heapq.nsmallest(LATEST_WINDOW, scored, key=lambda s: (-s.total, s.item.item_id))
         valued = [s for s in window if _CARRIES_VALUE.search(s.item.text)]
         if len(valued) < 2:
             return scored
         rows = [self._row_of[s.item.item_id] for s in valued]
         same_topic = (self._vectors[rows] @ self._vectors[rows].T) >= SAME_TOPIC
-        by_id = {entry.item.item_id: entry for entry in scored}
+        now = {entry.item.item_id: entry for entry in valued}
         moved: set[str] = set()
         for i, earlier in enumerate(valued):
-            old = by_id[earlier.item.item_id]
+            old = now[earlier.item.item_id]
             updates = [
-                by_id[later.item.item_id]
+                now[later.item.item_id]
                 for j, later in enumerate(valued)
                 if same_topic[i, j]
                 and later.item.item_id not in moved
                 and later.item.at > old.item.at
                 and later.item.session_id != old.item.session_id
-                and UPDATE_SHARE * old.total <= by_id[later.item.item_id].total < old.total
+                and UPDATE_SHARE * old.total <= now[later.item.item_id].total < old.total
             ]
             if not updates:
                 continue
             newest = max(updates, key=lambda s: (s.item.at, s.item.item_id))
             moved.add(newest.item.item_id)
-            by_id[newest.item.item_id] = _with_total(newest, old.total)
-            by_id[old.item.item_id] = _with_total(old, old.total - BELOW)
-        return list(by_id.values())
+            now[newest.item.item_id] = _with_total(newest, old.total)
+            now[old.item.item_id] = _with_total(old, old.total - BELOW)
+        if not moved:
+            return scored
+        return [now.get(entry.item.item_id, entry) for entry in scored]
 
     def _select(self, scored: list[Scored], k: int) -> list[Scored]:
         """Committed first, one slot per turn; pending fill what is left.
