@@ -367,13 +367,19 @@ def test_a_month_or_a_day_is_never_taken_for_the_users_name() -> None:
     )
 
 
-def test_a_later_turn_on_the_same_topic_with_a_new_value_ranks_above_the_earlier() -> None:
+def booked_operation() -> UserIndex:
+    """An index holding one early turn that names a date: the update tests' starting point."""
     index = UserIndex(DIM)
-    # The earlier turn says the question's words; the update is terse.
     index.upsert(
         episode("booked", "eye operation booked for May 11th", days_ago=40, session_id="s1"),
         vec(0, 1),
     )
+    return index
+
+
+def test_a_later_turn_on_the_same_topic_with_a_new_value_ranks_above_the_earlier() -> None:
+    # The earlier turn says the question's words; the update is terse.
+    index = booked_operation()
     index.upsert(
         episode("done", "done Tuesday, the 15th", days_ago=3, session_id="s4"), vec(0, 1, 2)
     )
@@ -383,11 +389,7 @@ def test_a_later_turn_on_the_same_topic_with_a_new_value_ranks_above_the_earlier
 
 
 def test_a_later_turn_without_a_value_or_on_another_topic_keeps_its_rank() -> None:
-    index = UserIndex(DIM)
-    index.upsert(
-        episode("booked", "eye operation booked for May 11th", days_ago=40, session_id="s1"),
-        vec(0, 1),
-    )
+    index = booked_operation()
     # Same topic, but no value of its own: chit-chat about the operation.
     index.upsert(episode("chat", "so nervous about it", days_ago=3, session_id="s4"), vec(0, 1, 2))
     # A value, but about something else (orthogonal vector).
@@ -397,11 +399,7 @@ def test_a_later_turn_without_a_value_or_on_another_topic_keeps_its_rank() -> No
 
 
 def test_asking_for_the_first_time_keeps_the_earlier_turn_first() -> None:
-    index = UserIndex(DIM)
-    index.upsert(
-        episode("booked", "eye operation booked for May 11th", days_ago=40, session_id="s1"),
-        vec(0, 1),
-    )
+    index = booked_operation()
     index.upsert(
         episode("moved", "eye operation moved to June 15th", days_ago=3, session_id="s4"),
         vec(0, 1, 2),
