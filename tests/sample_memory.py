@@ -110,3 +110,7 @@ def check_more_sample_memory(versions: Versions, at: datetime) -> None:
     assert [p for p, _, _ in now if p == "travel_time"] == ["travel_time"], now
     assert any(p == "likes" and "budget airline" in o and pol == "negated" for p, o, pol in now)
     assert [o for p, o, _ in now if p == "phone_number"] == ["5550111"], now
+    # "My husband's phone is 555-0187" and the bare "Yuki Tanaka." (asked "What's
+    # her name as on the passport?") are other people's: never her number or name.
+    assert _chain(hana, "phone_number") == ["5550111"], _chain(hana, "phone_number")
+    assert not [o for p, o, _ in now if p == "name"], now

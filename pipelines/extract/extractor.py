@@ -35,6 +35,7 @@ from pipelines.extract.polarity import (
     is_negated,
     is_update,
 )
+from pipelines.extract.possession import users_own
 from pipelines.extract.scope import describes_offering, on_the_way, tells_of_the_past
 from pipelines.extract.spans import (
     clean_tagger_spans,
@@ -195,7 +196,7 @@ class FactExtractor:
                     for t, src in _as_offered(learned[i], context.offers)
                 ]
                 results[i] = combine(own, results[i])
-            results[i] = typed(results[i])
+            results[i] = users_own(typed(results[i]), event.text, context.last_text)
             # The topic a turn sets is that of the times it stated, else its first cue:
             # "I can't come on Monday, I'm travelling" stays about the appointment.
             times = [f.predicate for f in results[i] if "TIME" in f.fields]

@@ -20,11 +20,12 @@ from pipelines.extract.learned.facts import (
 )
 from pipelines.extract.learned.model import MODEL_PATH
 from pipelines.extract.learned.tagging import LearnedTriple
+from pipelines.extract.possession import owned_by_other
 from pipelines.extract.typed import typed
 from pipelines.parse import DialogueParser
 from pipelines.parse.model import Intent, ParsedTurn
 from schemas.events import DialogueEvent, Role
-from schemas.facts import Assertor, ExtractedFact
+from schemas.facts import Assertor, ExtractedFact, Span
 from schemas.memory import MemoryKind, Polarity
 
 T0 = datetime(2027, 3, 1, 9, tzinfo=UTC)
@@ -351,3 +352,48 @@ def test_an_answers_value_is_read_the_same_however_the_stream_is_batched(
         [f.text for f in facts] for facts in whole
     ]
     assert not [f for facts in whole for f in facts if f.predicate == "travel"], whole
+
+
+def test_a_value_that_belongs_to_someone_else_is_not_the_users(hybrid: FactExtractor) -> None:
+    # pipelines/extract/possession.py: the owner is read from the possessive in
+    # front of the value's noun, or, for a bare answer, in the question it answers.
+    turns = dialogue(
+        hybrid,
+        (Role.USER, "My husband's phone is 555-0187."),
+        (Role.AGENT, "Thanks. And what's his email?"),
+        (Role.USER, "tom.lee@example.com"),
+        (Role.AGENT, "What's her name as on the passport?"),
+        (Role.USER, "Yuki Tanaka."),
+        (Role.AGENT, "And what's your own number?"),
+        (Role.USER, "555-0111."),
+        (Role.USER, "My email is ana.lee@example.com, my husband's is tom.lee@example.com."),
+    )
+    values = [{(f.predicate, f.object) for f in facts} for facts in turns]
+    assert not {p for p, _ in values[0]} & {"phone_number", "secondary_phone"}, values[0]
+    assert not [v for v in values[2] if v[0] == "email"], values[2]
+    assert not [v for v in values[4] if v[0] == "name"], values[4]
+    assert ("phone_number", "5550111") in values[6], values[6]
+    # Her own said beside his: the sentence is not taken as his alone.
+    assert ("email", "ana.lee@example.com") in values[7], values[7]
+
+
+@pytest.mark.parametrize(
+    ("predicate", "sentence", "before", "others"),
+    [
+        ("email", "What's your account's email?", "", False),  # an account is no person
+        ("email", "x@y.com", "What's your account's email?", False),
+        ("email", "x@y.com", "Lovely. What's your husband's email?", True),
+        ("phone_number", "Her number is 555-0101.", "", True),
+        ("phone_number", "Her number is 555-0101 and mine is 555-0102.", "", False),
+        ("phone_number", "Call me on 555-0101, my sister will pass it on.", "And his?", False),
+        ("name", "Anna.", "What's your little sister's name?", True),
+        ("name", "I'm Anna, and this is about my mum's order.", "", False),
+        ("occupation", "teacher", "What does your wife do?", False),  # no noun to own
+    ],
+)
+def test_whose_value_a_sentence_states(
+    predicate: str, sentence: str, before: str, others: bool
+) -> None:
+    fact = learned_fact(turn(), PARSED, triple(predicate, "v"), update=False)
+    fact = fact.model_copy(update={"source_span": Span(label="S", text=sentence, start=0, end=1)})
+    assert owned_by_other(fact, sentence, before) is others
