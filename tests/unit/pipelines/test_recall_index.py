@@ -398,6 +398,18 @@ def test_a_later_turn_without_a_value_or_on_another_topic_keeps_its_rank() -> No
     assert ids(hits)[0] == "booked"
 
 
+@pytest.mark.parametrize(
+    "later",
+    ["the marketing team sent flowers", "the mayor visited the ward", "such a decent surgeon"],
+)
+def test_a_word_that_starts_like_a_month_is_no_value(later: str) -> None:
+    # "marketing", "mayor", "decent" begin like a month's abbreviation but name none.
+    index = booked_operation()
+    index.upsert(episode("later", later, days_ago=3, session_id="s4"), vec(0, 1, 2))
+    hits = index.search("when is the eye operation?", vec(0, 1), at=NOW, k=2)
+    assert ids(hits)[0] == "booked"
+
+
 def test_asking_for_the_first_time_keeps_the_earlier_turn_first() -> None:
     index = booked_operation()
     index.upsert(
