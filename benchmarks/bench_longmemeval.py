@@ -10,7 +10,8 @@ For each sampled question, in one run against the real services:
    ``run_batch``: parse, extract, encode, review, route) and the operations go
    through the real Redis, Chroma and Neo4j writers, in a private namespace;
 3. ``MemoryService.recall(tenant, user, question, k=10)`` at the question's date
-   ranks the memories; each result names its source turn through its lineage;
+   ranks the memories; each result names its turn through its lineage (a fact
+   standing for the turn it ranked by, through its source's lineage);
 4. the baselines rank the same raw turns: Okapi BM25 (rank-bm25 defaults, lower-cased
    word tokens) and MiniLM cosine (the all-MiniLM-L6-v2 the pipeline embeds with,
    which reads a turn's first 256 tokens);
@@ -76,6 +77,7 @@ from longmemeval_data import (
     load_questions,
     records,
     sample,
+    turn_of,
     with_distractors,
 )
 from longmemeval_scoring import Tally, bm25_ranking, cosine_ranking
@@ -210,7 +212,7 @@ class Bench:
             for place, i in enumerate(ranking):
                 fused[i] = fused.get(i, 0.0) + 1.0 / (RRF_K + place + 1)
         rankings: dict[str, list[str | None]] = {
-            "memstream": [h.lineage.turn_id if h.lineage else None for h in hits],
+            "memstream": [turn_of(h) for h in hits],
             "bm25": [turn_ids[i] for i in by_bm25],
             "minilm": [turn_ids[i] for i in by_minilm],
             "rrf": [turn_ids[i] for i in sorted(fused, key=lambda i: (-fused[i], i))],

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 import redis
 from hint_scoring import POLICIES, HintTally  # benchmarks/ sibling
-from longmemeval_data import Question, events, haystack_key, records
+from longmemeval_data import Question, events, haystack_key, records, turn_of
 
 from connectors.redis_hints import HintClaims
 from jobs.ingest.stages import run_batch
@@ -205,7 +205,7 @@ class HintRun:
 def _turns(hint: MemoryHint | None) -> list[str | None]:
     if hint is None:
         return []
-    return [h.lineage.turn_id if h.lineage else None for h in hint.hits]
+    return [turn_of(h) for h in hint.hits]
 
 
 def print_hint_tables(tally: HintTally, k: int) -> None:

@@ -20,6 +20,7 @@ from pathlib import Path
 from memstream.settings import get_settings
 from pipelines.ingest import SourceRecord
 from schemas.events import DialogueEvent, Role
+from schemas.query import RecallHit
 from schemas.topics import DIALOGUE_EVENTS
 
 # MEMSTREAM_BENCHMARKS__LONGMEMEVAL=<path to longmemeval_oracle.json>, or --data.
@@ -102,7 +103,10 @@ def question_from_json(raw: dict[str, object]) -> Question:
 
     34 of the 500 questions list their sessions out of date order; the pipeline
     decides a user's facts in the order they were said, so it must see them in
-    time order.
+    time order. 43 are dated before a session of their own haystack (hours
+    earlier on the same day): recall as of that moment could not see the later
+    turns, which hold the evidence, so such a question is asked a minute after
+    its last turn instead.
     """
     dates = [parse_date(str(d)) for d in _list(raw["haystack_dates"])]
     session_ids = [str(s) for s in _list(raw["haystack_session_ids"])]
@@ -123,11 +127,14 @@ def question_from_json(raw: dict[str, object]) -> Question:
                     evidence=bool(turn.get("has_answer", False)),
                 )
             )
+    asked_at = parse_date(str(raw["question_date"]))
+    if turns:
+        asked_at = max(asked_at, turns[-1].at + timedelta(minutes=1))
     return Question(
         question_id=str(raw["question_id"]),
         question_type=str(raw["question_type"]),
         question=str(raw["question"]),
-        asked_at=parse_date(str(raw["question_date"])),
+        asked_at=asked_at,
         turns=tuple(turns),
     )
 
@@ -245,3 +252,9 @@ def by_haystack(questions: Sequence[Question]) -> list[Question]:
     for question in questions:
         first.setdefault(haystack_key(question), len(first))
     return sorted(questions, key=lambda q: first[haystack_key(q)])
+
+
+def turn_of(hit: RecallHit) -> str | None:
+    """The turn a hit hands the agent: a fact's source turn (the one it ranked by), else its own."""
+    lineage = hit.source_lineage or hit.lineage
+    return lineage.turn_id if lineage else None

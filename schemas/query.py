@@ -80,6 +80,11 @@ class RecallHit(Frozen):
     source: str | None = Field(
         default=None, description="A fact's source turn (its episode), as said."
     )
+    source_lineage: SourceLineage | None = Field(
+        default=None,
+        description="Where that source turn came from. A fact confirmed in several turns keeps "
+        "its first in lineage; source is the turn that ranked.",
+    )
     outdated: bool = Field(default=False, description="An episode whose fact was superseded since.")
 
 

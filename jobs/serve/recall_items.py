@@ -206,6 +206,7 @@ def to_hits(items: UserItems, ranked: Sequence[Scored]) -> list[RecallHit]:
         hit = to_hit(fact, score=score, state=state)
         source = items.episodes.get(scored.source.item_id) if scored.source else None
         if source is not None:
-            hit = hit.model_copy(update={"source": source.episode.document()})
+            said = {"source": source.episode.document(), "source_lineage": source.episode.lineage}
+            hit = hit.model_copy(update=said)
         hits.append(hit)
     return hits

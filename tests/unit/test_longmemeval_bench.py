@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import replace
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import numpy as np
@@ -77,6 +77,14 @@ def test_sessions_are_put_in_time_order_and_turns_keep_their_ids() -> None:
     assert question.asked_at == datetime(2023, 6, 1, 10, 0, tzinfo=UTC)
     assert question.turns[2].at == datetime(2023, 3, 1, 18, 0, 2, tzinfo=UTC)
     assert [t.turn_id for t in question.evidence] == ["s_old:2", "s_new:0"]
+
+
+def test_a_question_dated_before_its_own_sessions_is_asked_after_them() -> None:
+    """43 oracle questions are dated hours before a session of their haystack."""
+    early = entry() | {"question_date": "2023/05/02 (Tue) 08:00"}
+    question = question_from_json(early)
+    assert question.asked_at == question.turns[-1].at + timedelta(minutes=1)
+    assert question.asked_at > max(t.at for t in question.turns)
 
 
 def test_events_are_one_user_per_question_and_map_back_to_their_turns() -> None:

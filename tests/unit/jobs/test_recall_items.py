@@ -6,7 +6,8 @@ from datetime import UTC, datetime
 
 import numpy as np
 
-from jobs.serve.recall_items import build_items
+from jobs.serve.recall_items import build_items, to_hits
+from pipelines.recall_index import Scored
 from schemas.episodes import Episode, StoredEpisode
 from schemas.events import Role
 from schemas.hits import SearchHit
@@ -51,7 +52,9 @@ def test_the_users_own_name_is_read_from_their_current_name_facts() -> None:
     assert pending.own_name == frozenset()  # a name waiting for confirmation is not taken as hers
 
 
-def said(index: int, role: Role, speaker: str | None) -> StoredEpisode:
+def said(
+    index: int, role: Role, speaker: str | None, fact_ids: tuple[str, ...] = ()
+) -> StoredEpisode:
     lineage = SourceLineage(
         topic="dialogue.events", partition=0, offset=index, event_id=f"e{index}"
     )
@@ -66,6 +69,7 @@ def said(index: int, role: Role, speaker: str | None) -> StoredEpisode:
         ts=NOW,
         lineage=lineage,
         speaker=speaker,
+        fact_ids=list(fact_ids),
     )
     return StoredEpisode(episode, outdated=False, vector=[1.0] * DIM)
 
@@ -83,3 +87,20 @@ def test_the_name_the_users_turns_are_keyed_with_is_her_own_name_too() -> None:
     items = build_items(episodes=episodes, embed=lambda hits: [], dim=DIM)
     assert items.own_name == {"niamh"}
     assert build_items(episodes=episodes[:1], embed=lambda hits: [], dim=DIM).own_name == set()
+
+
+def test_a_fact_standing_for_a_turn_names_that_turn_as_its_source() -> None:
+    # "We got a greyhound" said first in turn 0, again in turn 3 beside the
+    # answer: the fact's lineage stays turn 0, the hit hands over turn 3.
+    first = SourceLineage(topic="dialogue.events", partition=0, offset=0, event_id="e0")
+    fact = hit("f1", "pet", "greyhound", lineage=first)
+    episodes = [said(0, Role.USER, None, ("f1",)), said(3, Role.USER, None, ("f1",))]
+    items = build_items(
+        chroma_facts=[(fact, [1.0] * DIM)], episodes=episodes, embed=lambda h: [], dim=DIM
+    )
+    fact_item, turn_3 = items.index.get("f1"), items.index.get("ep3")
+    assert fact_item is not None and turn_3 is not None
+    (shown,) = to_hits(items, [Scored(fact_item, 1.0, 1.0, 1.0, 1.0, source=turn_3)])
+    assert shown.fact_id == "f1" and shown.lineage == first
+    assert shown.source_lineage == episodes[1].episode.lineage
+    assert shown.source == episodes[1].episode.document()
