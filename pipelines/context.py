@@ -12,7 +12,8 @@ Every line names its source (Kafka topic/partition/offset, event id and turn
 id when known), the tier it came from and when it started to hold; a version
 no longer current says until when; a pending item says it is unconfirmed.
 Negations stay negations: lines use ``RecallHit.statement``. Facts come
-first, then the turns themselves (episodes, "From the conversations").
+first, then the turns themselves ("From the conversations": the episodes
+recalled and the turns the facts were read from).
 """
 
 from __future__ import annotations
@@ -75,12 +76,39 @@ def episode_line(hit: RecallHit) -> str:
     return f"- {said}: {hit.statement} ({'outdated' + note if note else 'said'}) [{source_of(hit)}]"
 
 
+def source_line(hit: RecallHit) -> str:
+    """One bullet for the turn a fact was read from, as said (``hit.source``)."""
+    at = hit.source_at or hit.valid_from
+    where = hit.source_lineage or hit.lineage
+    trace = source_of(hit.model_copy(update={"lineage": where}))
+    return f"- {at.date().isoformat()}: {hit.source} (said; holds: {hit.statement}) [{trace}]"
+
+
+def turns_said(hits: Sequence[RecallHit]) -> list[str]:
+    """The turns behind the hits in rank order: each episode, and each fact's source turn, once.
+
+    A fact that stood for its turn in the ranking (one slot per turn,
+    docs/recall.md) states only part of it ("user has family member sister"
+    for "For my sister's birthday I got her a yellow dress"); the turn itself
+    is what an agent answers from.
+    """
+    lines, seen = [], set()
+    for hit in hits:
+        if hit.hit_kind == "episode" and hit.statement not in seen:
+            seen.add(hit.statement)
+            lines.append(episode_line(hit))
+        elif hit.source and hit.source not in seen:
+            seen.add(hit.source)
+            lines.append(source_line(hit))
+    return lines
+
+
 def render_context(query: str, hits: Sequence[RecallHit]) -> str:
     """The memory block for ``query``: a heading, the facts by group, then the turns said.
 
     Facts come first (what the pipeline established, negations as negations),
-    then the episodes (what was said, in rank order) as the evidence behind
-    them and whatever no fact holds.
+    then the turns (what was said, in rank order: the episodes and the
+    facts' source turns) as the evidence behind them and whatever no fact holds.
     """
     heading = f'Memory about this user relevant to "{" ".join(query.split())}":'
     if not hits:
@@ -91,8 +119,8 @@ def render_context(query: str, hits: Sequence[RecallHit]) -> str:
         if members:
             parts.append(f"{name}:")
             parts.extend(line_of(hit) for hit in members)
-    said = [h for h in hits if h.hit_kind == "episode"]
+    said = turns_said(hits)
     if said:
         parts.append(f"{EPISODES}:")
-        parts.extend(episode_line(hit) for hit in said)
+        parts.extend(said)
     return "\n".join(parts)

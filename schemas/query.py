@@ -85,6 +85,9 @@ class RecallHit(Frozen):
         description="Where that source turn came from. A fact confirmed in several turns keeps "
         "its first in lineage; source is the turn that ranked.",
     )
+    source_at: AwareDatetime | None = Field(
+        default=None, description="When that source turn was said."
+    )
     outdated: bool = Field(default=False, description="An episode whose fact was superseded since.")
 
 

@@ -206,7 +206,11 @@ def to_hits(items: UserItems, ranked: Sequence[Scored]) -> list[RecallHit]:
         hit = to_hit(fact, score=score, state=state)
         source = items.episodes.get(scored.source.item_id) if scored.source else None
         if source is not None:
-            said = {"source": source.episode.document(), "source_lineage": source.episode.lineage}
+            said = {
+                "source": source.episode.document(),
+                "source_lineage": source.episode.lineage,
+                "source_at": source.episode.ts,
+            }
             hit = hit.model_copy(update=said)
         hits.append(hit)
     return hits

@@ -104,3 +104,4 @@ def test_a_fact_standing_for_a_turn_names_that_turn_as_its_source() -> None:
     assert shown.fact_id == "f1" and shown.lineage == first
     assert shown.source_lineage == episodes[1].episode.lineage
     assert shown.source == episodes[1].episode.document()
+    assert shown.source_at == episodes[1].episode.ts

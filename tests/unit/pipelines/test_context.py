@@ -108,3 +108,21 @@ def test_facts_come_first_then_the_turns_said() -> None:
     assert lines.index("Key:") < lines.index("From the conversations:")
     assert lines[-1].startswith("- 2026-01-05: agent: your ticket number is GOA-7781 (said)")
     assert "phone number" in lines[lines.index("Key:") + 1]
+
+
+def test_a_facts_source_turn_is_shown_with_the_turns_said_once() -> None:
+    # The fact stood for its turn in the ranking; the turn holds the answer.
+    source = SourceLineage(topic="dialogue.events", partition=2, offset=9, event_id="e-9")
+    turn = "user: For my sister's birthday I got her a yellow dress."
+    fact = hit("f1", "user has family member sister", 0.9).model_copy(
+        update={"source": turn, "source_lineage": source, "source_at": T1}
+    )
+    again = hit("f2", "user bought yellow dress", 0.8).model_copy(update={"source": turn})
+    said = hit("e1", "user: The earrings match it.", 0.7).model_copy(update={"hit_kind": "episode"})
+    lines = render_context("sister birthday gift", [fact, said, again]).splitlines()
+    turns = lines[lines.index("From the conversations:") + 1 :]
+    assert turns == [
+        f"- 2026-01-15: {turn} (said; holds: user has family member sister)"
+        " [dialogue.events/2/9 event e-9]",
+        "- 2026-01-05: user: The earrings match it. (said) [dialogue.events/2/3 event e-e1]",
+    ]
