@@ -106,8 +106,12 @@ _MONTH_DAY = re.compile(rf"\b{_MONTH}\s+(\d{{1,2}})(?:st|nd|rd|th)?\b")
 _DAY_MONTH = re.compile(rf"\b(\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?{_MONTH}")
 _ANY_MONTH = re.compile(rf"\b{_MONTH}")
 _YEAR = re.compile(r"\b(19\d\d|20\d\d)\b")
+# "before I changed it", "until we moved", "used to": the state a change ended,
+# so the earlier turns, though the question also says "changed" or "new". "The
+# day before I ..." names a day by an event, no end of the timeline.
 _EARLIEST = re.compile(
     r"\b(?:first|originally|original|initially|at first|earliest|to begin with|initial)\b"
+    r"|(?<!day )(?<!night )(?<!week )\b(?:before|until|till) (?:i|we)\b|\bused to\b"
 )
 _LATEST = re.compile(
     r"\b(?:now|currently|current|latest|most recent|recently|these days|nowadays|anymore"

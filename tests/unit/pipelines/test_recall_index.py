@@ -224,6 +224,14 @@ def test_a_question_relating_two_events_asks_for_no_end_of_the_timeline() -> Non
     at = datetime(2027, 6, 15, tzinfo=UTC)
     assert time_focus("what did I order first?", at) == TimeFocus(order=Order.EARLIEST)
     assert time_focus("where do I live now?", at) == TimeFocus(order=Order.LATEST)
+    # The state a change ended is the earlier one, whatever else the question says.
+    for question in (
+        "What was my last name before I changed it?",
+        "Where did we live until we moved to the new house?",
+        "What did I use to drink before I switched to tea?",
+        "What car did I used to drive?",
+    ):
+        assert time_focus(question, at) == TimeFocus(order=Order.EARLIEST), question
     for question in (
         "Which did I buy first, the dog bed or the training pads?",
         "Which health issue did I deal with first, the cough or the skin tag?",
@@ -233,6 +241,7 @@ def test_a_question_relating_two_events_asks_for_no_end_of_the_timeline() -> Non
         "How long had I been using the new rug when I moved the sofa?",
         "How long have I worked there before I started my current job?",
         "Did I visit Rome before or after the wedding?",
+        "What time did I go to bed on the day before I had a doctor's appointment?",
     ):
         assert time_focus(question, at) is None, question
 
