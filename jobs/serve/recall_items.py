@@ -9,7 +9,8 @@ from them (``UserIndex``) and can be rebuilt at any time.
   vector (pipelines/encode/combine.py), so their cosine is scaled by 1 / 0.8;
 - Neo4j facts that Chroma does not hold and pending items (Redis) get MiniLM of
   their statement (the caller's cache);
-- episodes come with the MiniLM vector of their search text.
+- episodes come with the MiniLM vector of their search text; a short turn that
+  says little (``says_little``) counts ``SHORT_TURN_SCALE`` of its cosine.
 """
 
 from __future__ import annotations
@@ -24,8 +25,16 @@ from pipelines.encode.combine import W_TEXT
 from pipelines.encode.hashing import field_features, hash_feature_lists
 from pipelines.episodes import answer_links
 from pipelines.recall import passes, to_hit
-from pipelines.recall_index import IndexItem, ItemKind, Scored, UserIndex, terms
-from schemas.episodes import StoredEpisode
+from pipelines.recall_index import (
+    SHORT_TURN_SCALE,
+    IndexItem,
+    ItemKind,
+    Scored,
+    UserIndex,
+    says_little,
+    terms,
+)
+from schemas.episodes import Episode, StoredEpisode
 from schemas.events import Role
 from schemas.hits import SearchHit
 from schemas.memory import MemoryKind, MemoryState, Polarity, Tier
@@ -102,6 +111,7 @@ def build_items(
             outdated_by=frozenset(stored.outdated_by),
             session_id=episode.session_id,
             answered_by=answered_by.get(episode.episode_id),
+            scale=_episode_scale(episode),
         )
         items.index.upsert(item, np.asarray(stored.vector, dtype=np.float32))
         items.episodes[episode.episode_id] = stored
@@ -133,6 +143,13 @@ def build_items(
         term for name in [*stated, *_called(episodes)] for term in terms(name)
     )
     return items
+
+
+def _episode_scale(episode: Episode) -> float:
+    """A short turn that answers nothing and gave no fact ranks by less of its cosine."""
+    if episode.context or episode.fact_ids or not says_little(episode.text):
+        return 1.0
+    return SHORT_TURN_SCALE
 
 
 def _called(episodes: Sequence[StoredEpisode]) -> list[str]:

@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 import numpy as np
 
 from jobs.serve.recall_items import build_items, to_hits
-from pipelines.recall_index import Scored
+from pipelines.recall_index import SHORT_TURN_SCALE, ItemKind, Scored
 from schemas.episodes import Episode, StoredEpisode
 from schemas.events import Role
 from schemas.hits import SearchHit
@@ -53,7 +53,12 @@ def test_the_users_own_name_is_read_from_their_current_name_facts() -> None:
 
 
 def said(
-    index: int, role: Role, speaker: str | None, fact_ids: tuple[str, ...] = ()
+    index: int,
+    role: Role,
+    speaker: str | None,
+    fact_ids: tuple[str, ...] = (),
+    text: str = "we got a greyhound",
+    context: str | None = None,
 ) -> StoredEpisode:
     lineage = SourceLineage(
         topic="dialogue.events", partition=0, offset=index, event_id=f"e{index}"
@@ -65,7 +70,9 @@ def said(
         session_id="s1",
         turn_index=index,
         role=role,
-        text="we got a greyhound",
+        text=text,
+        context=context,
+        context_role=Role.AGENT if context else None,
         ts=NOW,
         lineage=lineage,
         speaker=speaker,
@@ -105,3 +112,32 @@ def test_a_fact_standing_for_a_turn_names_that_turn_as_its_source() -> None:
     assert shown.source_lineage == episodes[1].episode.lineage
     assert shown.source == episodes[1].episode.document()
     assert shown.source_at == episodes[1].episode.ts
+
+
+def test_a_turn_that_says_little_ranks_by_less_of_its_cosine() -> None:
+    # Embedded as "Lero: obviously", such a turn is mostly its speaker's name.
+    episodes = [
+        said(0, Role.AGENT, "Lero", text="obviously"),
+        said(1, Role.AGENT, "Lero", text="Qatar offered me a purser job, moving to Doha"),
+        said(2, Role.USER, "Thandi", text="Thursday."),  # a value
+        said(3, Role.USER, "Thandi", text="Karim", context="Who are you seeing?"),  # an answer
+        said(4, Role.USER, "Thandi", ("f1",), text="the vegan one"),  # a fact came of it
+    ]
+    items = build_items(episodes=episodes, embed=lambda hits: [], dim=DIM)
+    scales = {i: items.index.get(f"ep{i}").scale for i in range(5)}  # type: ignore[union-attr]
+    assert scales == {0: SHORT_TURN_SCALE, 1: 1.0, 2: 1.0, 3: 1.0, 4: 1.0}
+    # Its cosine was the best (the name), the turn that answers is found first.
+    vectors = {"ep0": [1.0, 0.0, 0.0, 0.0], "ep1": [0.8, 0.6, 0.0, 0.0]}
+    for episode_id, vector in vectors.items():
+        item = items.index.get(episode_id)
+        assert item is not None
+        items.index.upsert(item, np.asarray(vector, np.float32))
+    ranked = items.index.search(
+        "Which airline is Lero flying for?",
+        np.asarray([1.0, 0.1, 0.0, 0.0], np.float32),
+        at=NOW,
+        k=5,
+        kinds=frozenset({ItemKind.EPISODE}),
+        keep=lambda item: item.item_id in vectors,
+    )
+    assert [s.item.item_id for s in ranked] == ["ep1", "ep0"]
