@@ -79,19 +79,10 @@ SAME_TOPIC = 0.4
 UPDATE_SHARE = 0.7
 # Abbreviations that are not also everyday words ("sat", "sun" and "may" the
 # modal are; "may" the month is in MONTHS and counted, as it was measured).
-_CALENDAR_ABBREVIATIONS: tuple[str, ...] = (
-    "jan",
-    "feb",
-    "mar",
-    "apr",
-    "jun",
-    "jul",
-    "aug",
-    "sep",
-    "sept",
-)
-_CALENDAR_ABBREVIATIONS += ("oct", "nov", "dec", "mon", "tue", "tues", "wed", "thu", "thur")
-_CALENDAR_ABBREVIATIONS += ("weds", "thurs", "fri")
+_CALENDAR_ABBREVIATIONS = (
+    "jan", "feb", "mar", "apr", "jun", "jul", "aug", "sep", "sept", "oct", "nov", "dec",
+    "mon", "tue", "tues", "wed", "weds", "thu", "thur", "thurs", "fri",
+)  # fmt: skip
 _CARRIES_VALUE = re.compile(
     r"\d|\b(?:" + "|".join((*MONTHS, *WEEKDAYS, *_CALENDAR_ABBREVIATIONS)) + r")\b"
     r"|\b(?:today|tomorrow|tonight|yesterday|next|week|month|year|one|two|three|four|five"

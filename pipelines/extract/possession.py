@@ -17,6 +17,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from pipelines.parse.parser import SENTENCE_END
 from schemas.facts import ExtractedFact
 
 # The nouns that introduce a value of each predicate (canonical names,
@@ -81,5 +82,5 @@ def users_own(
 
 def _last_question(text: str) -> str:
     """The last question of a turn ("Added. What's her name?" -> "What's her name?")."""
-    asked = [s for s in re.split(r"(?<=[.!?])\s+", text.strip()) if s.endswith("?")]
+    asked = [s for s in SENTENCE_END.split(text.strip()) if s.endswith("?")]
     return asked[-1] if asked else ""
