@@ -61,6 +61,7 @@ BLIND_SPLITS = (
     *("friends_k", "cs_utility"),  # stop 27, for the retrained model
     *("friends_l", "cs_public"),  # stop 28
     *("friends_m", "cs_field"),  # stop 29
+    *("friends_n", "cs_harbour"),  # stop 31
 )
 # Which LongMemEval questions the natural-dialogue compression samples.
 NATURAL_SEED = 29
