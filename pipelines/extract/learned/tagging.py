@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from pipelines.extract.learned.compose import composes
-from pipelines.extract.learned.windows import closes_range, joins, one_window, time_kinds
+from pipelines.extract.learned.windows import closes_range, joins, one_window, time_kinds, widen
 from pipelines.vocabulary import TIME_TYPES, PredicateSpec, Vocabulary, default_vocabulary
 
 USER = "user"
@@ -633,11 +633,24 @@ def decode(
             # "12 Birch Court" tagged from "Birch": a street's number leans to O
             # alone, and an address without it names no house.
             first -= 1
+        if spec.type in TIME_TYPES:
+            first, last = widen([token.text for token in tokens], first, last)
         raw = text[tokens[first].start : tokens[last - 1].end]
         start = tokens[first].start
         score = span.score
         kinds = time_kinds(raw) if spec.type in TIME_TYPES else frozenset()
         i += 1
+        while i < len(parts) and parts[i][0] == in_context and parts[i][1] < last:
+            # A part the time expression just widened over goes; what it tagged
+            # beyond the expression stays ("2nd, after 3" after "Friday the 2nd").
+            rest = last
+            while rest < parts[i][2] and not _is_word(tokens[rest]):
+                rest += 1
+            if rest >= parts[i][2]:
+                del parts[i]
+            else:
+                parts[i] = (in_context, rest, parts[i][2], parts[i][3])
+                break
         while i < len(parts) and kinds:
             n_context, n_first, n_last, n_span = parts[i]
             if n_context != in_context or n_span.label != span.label:

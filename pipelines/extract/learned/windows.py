@@ -103,3 +103,72 @@ def closes_range(opening: Sequence[str], part: str, gap: Sequence[str]) -> bool:
     if len(gap) != 1 or gap[0].casefold() not in _RANGE_LINKS or not time_kinds(part):
         return False
     return any(word.casefold() in _RANGE_OPENERS for word in opening)
+
+
+# What a time expression is made of, word by word (``widen``): its parts, and
+# the words that link them ("the 8th of December at two o'clock in the afternoon").
+_PART_WORDS = (
+    _DAY_WORDS
+    | _DATE_WORDS
+    | _CLOCK_WORDS
+    | {"oclock", "half", "quarter", "past", "am", "pm", "a.m.", "p.m."}
+)
+_LINK_WORDS = frozenset({"of", "the", "at", "in"})
+_HOUR_WORDS = frozenset(
+    {"one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven"}
+    | {"twelve"}
+)
+_NUMBER_PART = re.compile(
+    r"\d{1,2}(?:st|nd|rd|th)?|\d{1,2}[:.]\d{2}(?:am|pm)?|\d{1,2}(?:am|pm)|(?:19|20)\d{2}"
+)
+# A time expression spans a few words; a longer run is several values said in a row.
+MAX_WIDENED_TOKENS = 10
+
+
+def _is_part(words: Sequence[str], i: int) -> bool:
+    word = words[i].casefold()
+    if word in _PART_WORDS or _NUMBER_PART.fullmatch(word):
+        return True
+    # "two o'clock", "half past nine": an hour in words only beside its clock word.
+    before = words[i - 1].casefold() if i else ""
+    after = words[i + 1].casefold() if i + 1 < len(words) else ""
+    return word in _HOUR_WORDS and (after in {"o'clock", "oclock"} or before in {"past", "to"})
+
+
+def widen(words: Sequence[str], first: int, last: int) -> tuple[int, int]:
+    """The whole time expression around the tagged part ``words[first:last]``.
+
+    The tagger often marks one part of a date or time and leaves the rest as
+    ``O``: "April" of "flying out 3 April", "December" of "the 8th of December
+    at two o'clock in the afternoon". Each such part became a value of its own
+    ("a contact time of just the month"). The expression grows over the words
+    it is made of and their links, and never over a separator, so "Monday or
+    Wednesday" and "from 9 to 5" keep their parts apart.
+    """
+    start, end = first, last
+    # Only from an edge that is part of the time (or links to one): a span cut
+    # after "between" ("April 15 between") is cut there, and grows no further.
+    head, tail = first, last - 1
+    while head < tail and words[head].casefold() in _LINK_WORDS:
+        head += 1
+    while tail > head and words[tail].casefold() in _LINK_WORDS:
+        tail -= 1
+    while start > 0 and end - start < MAX_WIDENED_TOKENS and _is_part(words, head):
+        word = words[start - 1].casefold()
+        if _is_part(words, start - 1):
+            start -= 1
+        elif word in _LINK_WORDS and start > 1 and _is_part(words, start - 2):
+            start -= 2
+        else:
+            break
+    while end < len(words) and end - start < MAX_WIDENED_TOKENS and _is_part(words, tail):
+        if _is_part(words, end):
+            end += 1
+            continue
+        link = end
+        while link < len(words) and words[link].casefold() in _LINK_WORDS:
+            link += 1
+        if link == end or link >= len(words) or not _is_part(words, link):
+            break
+        end = link + 1
+    return start, end

@@ -59,6 +59,20 @@ def test_ttl_classes() -> None:
         ("travel_time", "Monday the 3rd of July at 2pm", "monday 3 july 2pm"),
         ("travel_time", "4th to 18th April", "4 to 18 april"),
         ("appointment_time", "the 15th", "15th"),
+        ("appointment_time", "Saturday the 25th", "saturday 25th"),
+        # A clock said in words is written as a clock (benchmarks/devset/LABELLING.md).
+        (
+            "appointment_time",
+            "the 8th of December at two o'clock in the afternoon",
+            "8 december 2pm",
+        ),
+        ("appointment_time", "half past nine in the morning", "9:30am"),
+        ("appointment_time", "Tuesday at quarter past ten", "tuesday 10:15"),
+        ("appointment_time", "quarter to one", "12:45"),
+        ("contact_time", "not before 10 in the morning", "not before 10am"),
+        ("contact_time", "Thursday in the afternoon", "thursday afternoon"),
+        ("travel_time", "7 at night", "7pm"),
+        ("appointment_time", "8 o'clock", "8 o'clock"),  # no part of the day: no am or pm
         ("installation_time", "2026-03-09T14:00:00Z", "2026-03-09 2pm"),
         ("delivery_time", "2026-03-09", "2026-03-09"),
         ("plan", "the 500 Mbps fibre plan", "500mbps fiber"),

@@ -25,7 +25,7 @@ from pipelines.extract.learned.tagging import (
     tokenise,
     with_apostrophe,
 )
-from pipelines.extract.learned.windows import one_window
+from pipelines.extract.learned.windows import one_window, widen
 
 
 def example(text: str, *gold: GoldTriple, previous: str = "", role: str = "user") -> Example:
@@ -381,3 +381,56 @@ def test_contractions_texted_without_an_apostrophe_are_respelled_for_the_model()
         "can't",
         "won't",
     ]
+
+
+@pytest.mark.parametrize(
+    ("text", "part", "whole"),
+    [
+        ("flying out 3 April, ten days in Canggu", "April", "3 April"),
+        (
+            "moved to the 8th of December at two o'clock in the afternoon, ok",
+            "December",
+            "8th of December at two o'clock in the afternoon",
+        ),
+        ("Tuesday the 1st of July, 9:15 in the morning", "Tuesday", "Tuesday the 1st of July"),
+        ("Seamus Doherty, the 9th of November 1951.", "9th", "9th of November 1951"),
+        ("Monday or Wednesday at 10", "Monday", "Monday"),
+        ("from 9 to 5 please", "9", "9"),
+        ("we met at 3 in the park", "3", "3"),
+        ("in the morning I work", "morning", "morning"),
+    ],
+)
+def test_a_tagged_part_of_a_time_widens_to_the_whole_expression(
+    text: str, part: str, whole: str
+) -> None:
+    words = [t.text for t in tokenise(text)]
+    at = words.index(part)
+    first, last = widen(words, at, at + 1)
+    assert " ".join(words[first:last]) == whole
+
+
+def test_a_date_tagged_in_fragments_decodes_as_one_value() -> None:
+    # The tagger marked the day and the month apart and left the clock out:
+    # three fragments were three facts ("8th", "december", "afternoon").
+    encoded = encode("", "It's now the 8th of December at two o'clock in the afternoon.", "user")
+    words = encoded.words
+    start = encoded.current_start
+    spans = [
+        LabelledSpan("appointment_time", words.index(w), words.index(w) + 1, 0.8)
+        for w in ("8th", "December", "afternoon")
+    ]
+    assert all(s.start >= start for s in spans)
+    [triple] = decode(encoded, spans)
+    assert (triple.predicate, triple.obj) == ("appointment_time", "8 december 2pm")
+
+
+def test_a_part_running_past_the_widened_time_keeps_its_remainder() -> None:
+    encoded = encode("", "Friday the 2nd, after 3 again?", "user")
+    words = encoded.words
+    friday, second = words.index("Friday"), words.index("2nd")
+    spans = [
+        LabelledSpan("appointment_time", friday, friday + 1, 0.8),
+        LabelledSpan("appointment_time", second, words.index("3") + 1, 0.8),
+    ]
+    [triple] = decode(encoded, spans)
+    assert triple.obj == "friday 2nd after 3"
