@@ -75,9 +75,31 @@ EXPLICIT_CUES = _words(
 )
 
 
+# Any question about the user's own life, however it is worded ("How many
+# bikes do I currently own?", "What time do I usually go to the gym?", "Did I
+# finish reading The Nightingale?"): a question word or an auxiliary opening a
+# clause, then "I", "my", "we" or "our" (or "me", "us" in a question not
+# about the other speaker) before the clause's question mark.
+# The forms above need a past tense or "what's my"; half of the LongMemEval
+# multi-session and knowledge-update questions asked as the next turn matched
+# none of them (docs/predictive.md, "Measured"). "Can I ...?" and "Could we
+# ...?" are requests, not questions about the past, and are left out.
+OWN_QUESTION = re.compile(
+    r"(?:^|(?<=[.!?,;:(]))\s*(?:(?:and|so|but|also|then|oh|ok|okay)\s+)*"
+    r"((?:what|when|where|which|who|whose|why|how|do|does|did|am|is|are|was|were|have|has|had)"
+    r"\b(?:[^.?!]{0,120}?\b(?:i|my|mine|we|our|ours)"
+    # "me" and "us" only where the question is not about the other speaker:
+    # "what did the callout cost me?", not "do you want me to call back?".
+    r"|(?:(?!\byou\b|\byour\b)[^.?!]){0,120}?\b(?:me|us)))\b(?=[^?!\n]{0,120}\?)",
+    re.IGNORECASE,
+)
+
+
 def explicit_cues(text: str) -> list[str]:
     """The explicit memory cues of ``text``, lower-cased, whitespace collapsed, sorted."""
-    return sorted({" ".join(m.group(0).casefold().split()) for m in EXPLICIT_CUES.finditer(text)})
+    found = [m.group(0) for m in EXPLICIT_CUES.finditer(text)]
+    found += [m.group(1) for m in OWN_QUESTION.finditer(text)]
+    return sorted({" ".join(cue.casefold().split()) for cue in found})
 
 
 _WEEKDAYS = "monday|tuesday|wednesday|thursday|friday|saturday|sunday|weekends?|weekdays?"

@@ -192,6 +192,14 @@ def test_mild_or_positive_emotion_does_not_fire(text: str) -> None:
         "When was my last delivery?",
         "What was my first car?",
         "What is my membership tier?",
+        # Any question about the user's own life, in the present too.
+        "How many bikes do I currently own?",
+        "What time do I usually go to the gym?",
+        "Did I finish reading The Nightingale?",
+        "Where do we usually park when we visit?",
+        "How often do I see my therapist, Dr. Smith?",
+        "oh and is my mom still on the medical list?",
+        "How much did the emergency callout cost me in the end?",
     ],
 )
 def test_explicit_cue_triggers_alone(text: str) -> None:
@@ -218,6 +226,13 @@ def test_parser_cue_counts_as_explicit() -> None:
         "How do you reset a router?",
         "Which plan is cheapest?",
         "I was wondering what the weather is like.",
+        # Requests, questions about the other speaker, statements.
+        "Can I pay by card?",
+        "Could we move it to Friday?",
+        "How was your weekend? Mine was fun.",
+        "I wonder what I should cook tonight",
+        "We went to Paris. Was it fun? Very.",
+        "Do you want me to call you back?",
     ],
 )
 def test_earlier_and_before_alone_are_no_cue(text: str) -> None:
