@@ -237,6 +237,7 @@ class Reviewer:
         at: datetime,
         named: date | None = None,
     ) -> list[Decision]:
+        fact = self._in_full(state, fact, at)
         invalid = self._spec(fact.subject, fact.predicate).problem(fact.object)
         contradictions = self.rules.contradictions(
             fact.subject, fact.predicate, fact.object, fact.polarity, state.current(at)
@@ -293,6 +294,30 @@ class Reviewer:
         closes = [c.head for c in contradictions if c.closes]
         closes += [h for h in self._reversed(state, cand, at) if h not in closes]
         return commit(self.config, state, cand, closes, gate.outcome, may_merge=may_merge, at=at)
+
+    def _in_full(self, state: UserMemoryState, fact: ExtractedFact, at: datetime) -> ExtractedFact:
+        """The fact with the one current value it names by part ("my sister" -> "sister ana").
+
+        People name a relative or a pet once and then say "my sister" or
+        "Biscuit": stored as said, each became a second family member beside
+        the named one. With two current values it could be (two sisters), the
+        fact stays as said.
+        """
+        spec = self._spec(fact.subject, fact.predicate)
+        if not spec.named or fact.polarity is not Polarity.AFFIRMED:
+            return fact
+        held = {
+            head.object
+            for head in state.current(at)
+            if head.subject == fact.subject
+            and self._spec(head.subject, head.predicate).name == spec.name
+            and head.polarity is Polarity.AFFIRMED
+            and spec.names_part_of(fact.object, head.object)
+        }
+        if len(held) != 1:
+            return fact
+        [whole] = held
+        return fact.model_copy(update={"object": whole, "text": ""})  # its words name the part
 
     def _chain(self, fact: ExtractedFact) -> str:
         return self._chain_of(

@@ -68,6 +68,9 @@ class PredicateSpec(BaseModel):
     # The value carries its date, and a new date for the same thing updates it
     # (``chain_key``); set in predicates.toml for events.
     dated: bool = False
+    # (Multi-valued only) the value is a kind and a name ("sister ana",
+    # "beagle biscuit"); set in predicates.toml for family and pets.
+    named: bool = False
     example: str = ""
 
     @property
@@ -143,6 +146,17 @@ class PredicateSpec(BaseModel):
                 return self.value_type.key(rest)
         return self.key(value)
 
+    def names_part_of(self, said: str, held: str) -> bool:
+        """Whether ``said`` is ``held`` said by only a part: "sister" or "ana" of "sister ana".
+
+        Only for a ``named`` predicate: once a sister is named, "my sister"
+        is her, while "iced coffee" liked does not make "coffee" the same.
+        """
+        if not self.named:
+            return False
+        part, whole = set(self.key(said).split()), set(self.key(held).split())
+        return bool(part) and part < whole
+
     def same_value(
         self, a: str, b: str, a_at: datetime | None = None, b_at: datetime | None = None
     ) -> bool:
@@ -191,6 +205,8 @@ class Vocabulary(BaseModel):
                 raise ValueError(f"{name}: unknown type {spec.type!r} ({sorted(VALUE_TYPES)})")
             if spec.ttl not in self.ttl_classes:
                 raise ValueError(f"{name}: unknown ttl class {spec.ttl!r}")
+            if spec.named and not spec.multi_valued:
+                raise ValueError(f"{name}: 'named' goes with cardinality 'multi'")
             if (spec.type == "enum") != bool(spec.values):
                 raise ValueError(f"{name}: 'values' goes with type 'enum', and only there")
             for alias in [name, *spec.aliases, *spec.negated_aliases]:

@@ -114,3 +114,27 @@ def test_values_that_parse_as_no_type_are_held_with_the_reason_never_invented() 
         check = record(ops[1]).review[0]
         assert check.decision == "hold" and predicate in (check.reason or "")
     assert feed.current(T0 + DAY) == []
+
+
+def test_a_relative_said_without_her_name_is_the_named_one() -> None:
+    feed = Feed()
+    feed.say("e1", fact("e1", "family_member", "sister ana"))
+    ops = feed.say("e2", fact("e2", "family_member", "sister"), ts=T0 + DAY)
+    ops += feed.say("e3", fact("e3", "pet", "beagle biscuit"), ts=T0 + DAY)
+    ops += feed.say("e4", fact("e4", "pet", "biscuit"), ts=T0 + 2 * DAY)
+    assert not of(ops, OpType.CLOSE_FACT)
+    family = [r for r in feed.current(T0 + 3 * DAY) if r.predicate == "family_member"]
+    pets = [r for r in feed.current(T0 + 3 * DAY) if r.predicate == "pet"]
+    assert [(r.object, r.confirmations) for r in family] == [("sister ana", 2)]
+    assert [(r.object, r.confirmations) for r in pets] == [("beagle biscuit", 2)]
+
+
+def test_a_relative_said_without_a_name_stays_as_said_when_two_could_be_meant() -> None:
+    feed = Feed()
+    feed.say("e1", fact("e1", "family_member", "sister ana"))
+    feed.say("e2", fact("e2", "family_member", "sister kayla"), ts=T0 + DAY)
+    feed.say("e3", fact("e3", "family_member", "sister"), ts=T0 + 2 * DAY)
+    feed.say("e4", fact("e4", "likes", "iced coffee"), ts=T0 + 2 * DAY)
+    feed.say("e5", fact("e5", "likes", "coffee"), ts=T0 + 2 * DAY)
+    held = {(r.predicate, r.object) for r in feed.current(T0 + 3 * DAY)}
+    assert {("family_member", "sister"), ("likes", "coffee"), ("likes", "iced coffee")} <= held
