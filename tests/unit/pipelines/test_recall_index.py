@@ -85,6 +85,24 @@ def test_an_outdated_episode_ranks_just_below_the_one_holding_the_newer_value() 
     assert ids(hits)[:2] == ["now", "was"]  # ...but the current value comes first
 
 
+def test_a_terse_update_that_half_matches_the_question_still_comes_first() -> None:
+    # "sold her, bought a Moody 346" matches "what boat do I keep here?" about
+    # half as well as the turn it outdated, which named the boat at length.
+    index = UserIndex(DIM)
+    was = episode(
+        "was",
+        "my boat is Curlew, a Westerly, 26 foot",
+        days_ago=60,
+        outdated=True,
+        outdated_by=frozenset({"now"}),
+    )
+    index.upsert(was, vec(0))
+    index.upsert(episode("now", "sold her, bought a Moody 346", days_ago=5), vec(0, 1, 2))
+    index.upsert(episode("other", "the marina office shuts at six", days_ago=5), vec(3))
+    hits = index.search("what boat do I keep here?", vec(0), at=NOW, k=3)
+    assert ids(hits) == ["now", "was", "other"]
+
+
 def test_an_outdated_turn_about_something_else_keeps_its_rank() -> None:
     index = UserIndex(DIM)
     was = episode(
