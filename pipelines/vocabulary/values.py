@@ -217,10 +217,11 @@ def normalise_datetime(text: str) -> str:
     return " ".join(_PLURALS.get(word, word) for word in words)
 
 
-_HOURS: tuple[str, ...] = ("one", "two", "three", "four", "five", "six", "seven", "eight")
-_HOURS += ("nine", "ten", "eleven", "twelve")
-_HOUR_WORD = {word: str(hour) for hour, word in enumerate(_HOURS, 1)}
-_HOUR = r"(\d{1,2}|" + "|".join(_HOURS) + r")"
+# The hours of a clock in words, one to twelve ("two o'clock", "half past nine").
+HOURS: tuple[str, ...] = ("one", "two", "three", "four", "five", "six", "seven", "eight")
+HOURS += ("nine", "ten", "eleven", "twelve")
+_HOUR_WORD = {word: str(hour) for hour, word in enumerate(HOURS, 1)}
+_HOUR = r"(\d{1,2}|" + "|".join(HOURS) + r")"
 _SPOKEN_AM = r"in\s+the\s+morning"
 _SPOKEN_PM = r"in\s+the\s+(?:afternoon|evening)|at\s+night|tonight"
 _HALF_PAST = re.compile(r"\b(half|quarter)\s+past\s+" + _HOUR + r"\b")

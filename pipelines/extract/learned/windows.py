@@ -20,7 +20,7 @@ import re
 from collections.abc import Sequence
 from enum import StrEnum
 
-from pipelines.vocabulary.values import MONTHS, WEEKDAYS
+from pipelines.vocabulary.values import HOURS, MONTHS, WEEKDAYS
 
 # A window's parts sit close: "Monday at 10am", "the Friday, the 28th".
 MAX_GAP_TOKENS = 3
@@ -114,10 +114,7 @@ _PART_WORDS = (
     | {"oclock", "half", "quarter", "past", "am", "pm", "a.m.", "p.m."}
 )
 _LINK_WORDS = frozenset({"of", "the", "at", "in"})
-_HOUR_WORDS = frozenset(
-    {"one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven"}
-    | {"twelve"}
-)
+_HOUR_WORDS = frozenset(HOURS)
 _NUMBER_PART = re.compile(
     r"\d{1,2}(?:st|nd|rd|th)?|\d{1,2}[:.]\d{2}(?:am|pm)?|\d{1,2}(?:am|pm)|(?:19|20)\d{2}"
 )
