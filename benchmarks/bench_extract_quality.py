@@ -62,6 +62,7 @@ BLIND_SPLITS = (
     *("friends_l", "cs_public"),  # stop 28
     *("friends_m", "cs_field"),  # stop 29
     *("friends_n", "cs_harbour"),  # stop 31
+    *("friends_o", "cs_meadow"),  # stop 32
 )
 # Which LongMemEval questions the natural-dialogue compression samples.
 NATURAL_SEED = 29
