@@ -17,6 +17,7 @@ from typing import Any
 from pydantic import Field
 
 from pipelines.extract import vocabulary as vocab
+from pipelines.extract.endings import KnownValue, remember
 from schemas._base import Frozen
 from schemas.events import DialogueEvent, Role
 from schemas.facts import ExtractedFact
@@ -134,6 +135,11 @@ class DialogueContext(Frozen):
     agent_asked_choice: bool = Field(
         default=False, description="That question asked for a choice or preference."
     )
+    known: list[KnownValue] = Field(
+        default_factory=list,
+        description="The user's values a later turn may say have ended "
+        "(pipelines/extract/endings.py); carried into the next session.",
+    )
     last_predicate: str | None = None
     last_text: str = Field(
         default="",
@@ -160,10 +166,14 @@ def turn_topic(doc: Any) -> str | None:
 
 
 def new_session(event: DialogueEvent, previous: DialogueContext | None) -> DialogueContext:
-    """The context of a session's first turn: the user's last topic stands."""
-    standing = previous.standing_topic if previous is not None else None
+    """The context of a session's first turn: the user's last topic and known values stand."""
+    if previous is None:
+        return DialogueContext(session_id=event.session_id, user_id=event.user_id)
     return DialogueContext(
-        session_id=event.session_id, user_id=event.user_id, standing_topic=standing
+        session_id=event.session_id,
+        user_id=event.user_id,
+        standing_topic=previous.standing_topic,
+        known=previous.known,
     )
 
 
@@ -212,6 +222,7 @@ def advance(
     update: dict[str, Any] = {
         "turn_index": event.turn_index,
         "last_text": event.text[:LAST_TEXT_CHARS],
+        "known": remember(context.known, facts),
     }
     if topic is not None:
         update |= {"topic": topic, "topic_turn": event.turn_index}

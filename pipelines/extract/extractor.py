@@ -25,6 +25,7 @@ from pipelines.extract.context import (
     offered_form,
     turn_topic,
 )
+from pipelines.extract.endings import endings
 from pipelines.extract.fragments import evaluation_candidates, fragment_candidates
 from pipelines.extract.learned.facts import combine, learned_fact
 from pipelines.extract.polarity import (
@@ -196,6 +197,7 @@ class FactExtractor:
                     for t, src in _as_offered(learned[i], context.offers)
                 ]
                 results[i] = combine(own, results[i])
+            results[i] = endings(event, results[i], context.known, context.last_text)
             results[i] = users_own(typed(results[i]), event.text, context.last_text)
             # The topic a turn sets is that of the times it stated, else its first cue:
             # "I can't come on Monday, I'm travelling" stays about the appointment.
