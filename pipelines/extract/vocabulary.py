@@ -108,7 +108,13 @@ CONTACT_CHANNELS = {
     # "not by phone", "don't ring to confirm", "text me rather than calling".
     r"\bby (?:tele)?phone\b|(?<=rather than )(?:calling|ringing)\b"
     r"|(?<=instead of )(?:calling|ringing)\b"
-    r"|\bring (?:me )?to confirm\b": "call",
+    r"|\bring (?:me )?to confirm\b"
+    # "please don't call me", "dont phone me in class", "never ring the landline": a
+    # refused call is the channel. Not when a time or place bounds it ("don't call
+    # before 9" is a contact time), nor "didn't call me back" (a complaint).
+    r"|(?:(?<=don't )|(?<=dont )|(?<=do not )|(?<=never ))(?:call|ring|phone)(?: me| us)?\b"
+    r"(?! ?back\b)(?![^.!?,;]*\b(?:before|after|until|till|between|during|at|on|early|late"
+    r"|mornings?|afternoons?|evenings?|nights?|weekends?|weekdays?)\b)": "call",
     # "a call is better", "phone calls are fine": the channel, not a time ("call me at 5").
     r"\b(?:a|phone) calls? (?:is|are|would be) (?:better|fine|best)\b": "call",
     r"\bpaper letters?\b|\bby post\b|\bletters\b"

@@ -67,6 +67,28 @@ def test_no_calls_before_nine(extractor: FactExtractor) -> None:
     assert triples(facts(extractor, "No calls before 9.")) == {("contact_time", "before 9", NEG)}
 
 
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Please don't call me, I'm at work all day.",
+        "dont phone me in class tho",
+        "Email's better, don't ring me unless it's urgent.",
+        "Never ring the shop landline, nobody hears it.",
+    ],
+)
+def test_a_refused_call_is_a_refused_channel(extractor: FactExtractor, text: str) -> None:
+    assert ("contact_channel", "call", NEG) in triples(facts(extractor, text))
+
+
+@pytest.mark.parametrize(
+    "text", ["Don't call me before 9.", "You didn't call me back yesterday!", "Call me at 5."]
+)
+def test_a_call_bounded_by_a_time_or_complained_of_refuses_no_channel(
+    extractor: FactExtractor, text: str
+) -> None:
+    assert not any(p == "contact_channel" for p, _, _ in triples(facts(extractor, text)))
+
+
 def test_monday_but_not_friday(extractor: FactExtractor) -> None:
     assert triples(facts(extractor, "We can install Monday but not Friday.")) == {
         ("installation_time", "monday", AFF),
