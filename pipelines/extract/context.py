@@ -40,6 +40,19 @@ AFFIRMATION = re.compile(
 )
 
 
+# A user turn that opens with one of these declines what the agent just offered
+# ("Would you like our newsletter?" - "No thank you."). "No problem" and "no
+# worries" accept; "no, Thursday is better" offers another value, and the
+# extractor keeps the offer's predicate out when the user states one.
+REFUSAL = re.compile(
+    r"^\s*(?:(?:hmm+|um+|uh+|oh|ah|erm)\W+)?"
+    r"(?:no|nah|nope|naw|no thanks?|no thank you|not for me|not really|not this time"
+    r"|not today|not at the moment|i'?ll pass|i'?m (?:ok|okay|good|fine)(?: thanks)?"
+    r"|don'?t bother)\b(?!\W*(?:problem|worries|rush|hurry|bother|doubt)\b)",
+    re.IGNORECASE,
+)
+
+
 # An agent question asking the user to choose or state a preference: a verbless
 # answer to it ("Tulips.", "Aisle, please.") names what the user likes; a verbless
 # answer to any other question ("The kitchen sink leaks.") does not.
@@ -205,6 +218,11 @@ def _number_topic_after(
     if cued is not None:
         return cued
     return context.number_topic if event.role is Role.AGENT else None
+
+
+def is_refusal(text: str) -> bool:
+    """A plain no to the previous offer ("No thank you.", "nah, I'm good")."""
+    return REFUSAL.search(text) is not None
 
 
 def is_affirmation(text: str) -> bool:

@@ -21,6 +21,7 @@ from pipelines.extract.context import (
     OfferedFact,
     advance,
     is_affirmation,
+    is_refusal,
     new_session,
     offered_form,
     turn_topic,
@@ -36,7 +37,7 @@ from pipelines.extract.polarity import (
     is_negated,
     is_update,
 )
-from pipelines.extract.possession import users_own
+from pipelines.extract.possession import last_question, users_own
 from pipelines.extract.scope import describes_offering, on_the_way, tells_of_the_past
 from pipelines.extract.spans import (
     clean_tagger_spans,
@@ -49,7 +50,7 @@ from pipelines.extract.typed import typed
 from pipelines.ner.tagger import MODEL_PATH, NerTagger
 from pipelines.parse.model import Intent, ParsedTurn
 from pipelines.parse.parser import DialogueParser, parsed_head
-from pipelines.vocabulary import TIME_TYPES, default_vocabulary
+from pipelines.vocabulary import TIME_TYPES, Negation, default_vocabulary
 from schemas.events import DialogueEvent, Role
 from schemas.facts import Assertor, ExtractedFact, Span
 from schemas.memory import MemoryKind, Polarity
@@ -197,6 +198,8 @@ class FactExtractor:
                     for t, src in _as_offered(learned[i], context.offers)
                 ]
                 results[i] = combine(own, results[i])
+            if event.role is Role.USER and context.agent_asked and is_refusal(event.text):
+                results[i] += _refused(event, parsed, results[i], context)
             results[i] = endings(event, results[i], context.known, context.last_text)
             results[i] = users_own(typed(results[i]), event.text, context.last_text)
             # The topic a turn sets is that of the times it stated, else its first cue:
@@ -397,6 +400,62 @@ class FactExtractor:
             for offer in context.offers
             if offer.predicate not in stated
         ]
+
+
+def _refused(
+    event: DialogueEvent,
+    parsed: ParsedTurn,
+    own: list[ExtractedFact],
+    context: DialogueContext,
+) -> list[ExtractedFact]:
+    """The agent's offers the user declined with a plain no, negated in the user's voice.
+
+    "Would you like our newsletter?" - "No thank you." is the user's
+    ``contact_channel NOT newsletter``. An offer whose predicate the user gives
+    a value of ("No, Thursday is better") is a counter-offer, not a refusal.
+    """
+    vocabulary = default_vocabulary()
+    stated = {vocabulary.canonical(fact.predicate) for fact in own}
+    # Only what the question itself offers: "Changed to 24 Griffith Avenue.
+    # Anything else?" - "No, that's it." declines nothing. An identity
+    # (a name, a number) is corrected by a no, not refused.
+    asked = last_question(context.last_text)
+    first = parsed.sentences[0] if parsed.sentences else None
+    source = (
+        None
+        if first is None
+        else Span(label="SENTENCE", text=first.text, start=first.start, end=first.end)
+    )
+    return [
+        ExtractedFact(
+            tenant_id=event.tenant_id,
+            user_id=event.user_id,
+            session_id=event.session_id,
+            event_id=event.event_id,
+            event_ts=event.ts,
+            subject=SUBJECT,
+            predicate=offer.predicate,
+            object=offer.object,
+            polarity=Polarity.NEGATED,
+            kind=vocabulary.spec(offer.predicate).kind_of(offer.object, negated=True),
+            confidence=CONFIDENCE_CONFIRMED,
+            text=f"{offer.predicate} NOT {offer.object}",
+            intent=parsed.intent.value,
+            asserted_by=Assertor.USER,
+            source_span=source,
+            fields={"REFUSED": offer.object},
+        )
+        for offer in context.offers
+        if vocabulary.canonical(offer.predicate) not in stated
+        and vocabulary.spec(offer.predicate).negation is not Negation.DENIED
+        and _words_in(offer.object, asked)
+    ]
+
+
+def _words_in(value: str, text: str) -> bool:
+    """Whether every word of ``value`` is in ``text`` (lower case)."""
+    words = set(re.findall(r"\w+", text.lower()))
+    return all(w in words for w in re.findall(r"\w+", value.lower()))
 
 
 def _updates(parsed: ParsedTurn, event: DialogueEvent) -> bool:

@@ -70,7 +70,7 @@ def owned_by_other(fact: ExtractedFact, turn_text: str, previous_text: str) -> b
         return not _OWN_NOUN[fact.predicate].search(sentence)
     if _ANY_NOUN[fact.predicate].search(sentence) or len(sentence.split()) > BARE_ANSWER_WORDS:
         return False
-    return bool(others.search(_last_question(previous_text)))
+    return bool(others.search(last_question(previous_text)))
 
 
 def users_own(
@@ -80,7 +80,7 @@ def users_own(
     return [f for f in facts if not owned_by_other(f, turn_text, previous_text)]
 
 
-def _last_question(text: str) -> str:
+def last_question(text: str) -> str:
     """The last question of a turn ("Added. What's her name?" -> "What's her name?")."""
     asked = [s for s in SENTENCE_END.split(text.strip()) if s.endswith("?")]
     return asked[-1] if asked else ""

@@ -254,6 +254,34 @@ def test_a_yes_to_an_offer_makes_it_the_users_fact(extractor: FactExtractor) -> 
     assert fact.confidence >= COMMIT
 
 
+def test_a_plain_no_to_an_offer_refuses_it(extractor: FactExtractor) -> None:
+    found, _ = conversation(
+        extractor, [(AGENT, "Would you like our seasonal newsletter?"), (USER, "No thank you.")]
+    )
+    [fact] = found[1]
+    assert (fact.predicate, fact.object, fact.polarity) == ("contact_channel", "newsletter", NEG)
+    assert fact.asserted_by is Assertor.USER
+    assert fact.confidence >= COMMIT
+
+
+@pytest.mark.parametrize(
+    ("question", "answer"),
+    [
+        ("Would Tuesday suit for the visit?", "No, Thursday is better."),  # a counter-offer
+        ("Changed to email only. Anything else?", "No, that's it, thanks."),  # not offered
+        ("Would you like our newsletter?", "No problem, sign me up."),  # an acceptance
+        ("Would you like our newsletter?", "Maybe later."),  # not a no
+    ],
+)
+def test_no_refusal_of_what_the_question_did_not_offer(
+    extractor: FactExtractor, question: str, answer: str
+) -> None:
+    found, _ = conversation(extractor, [(AGENT, question), (USER, answer)])
+    assert not any(f.polarity is NEG and f.fields.get("REFUSED") for f in found[1])
+    # Tuesday stays un-refused: the user gave another day instead.
+    assert ("appointment_time", "tuesday", NEG) not in triples(found[1])
+
+
 def test_a_yes_after_a_statement_or_a_hedged_yes_commits_nothing(
     extractor: FactExtractor,
 ) -> None:
