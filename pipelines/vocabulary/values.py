@@ -254,7 +254,14 @@ def spoken_clock(value: str) -> str:
     value = _QUARTER_TO.sub(lambda m: f"{(hour(m[1]) - 2) % 12 + 1}:45", value)
     value = _O_CLOCK.sub(lambda m: f"{hour(m[1])} o'clock", value)
     value = _O_CLOCK_BEFORE_PART.sub(r"\1", value)
-    value = _DAY_PART_CLOCK.sub(lambda m: f"{m[1]}{'am' if m[2] else 'pm'}", value)
+
+    def clock(m: re.Match[str]) -> str:
+        # "may 3 in the afternoon" is a day and a part of it, not 3pm.
+        if _ENDS_WITH_MONTH.search(value[: m.start()]):
+            return m[0]
+        return f"{m[1]}{'am' if m[2] else 'pm'}"
+
+    value = _DAY_PART_CLOCK.sub(clock, value)
     return _SPOKEN_DAY_PART.sub(r"\1", value)
 
 
@@ -264,6 +271,7 @@ _DAY_BEFORE_MONTH = re.compile(
     r"\b(?:the\s+)?(\d{1,2})(?:st|nd|rd|th)?(?:\s+of)?(?=\s+" + _MONTH + ")"
 )
 _A_MONTH = re.compile(r"\b" + _MONTH)
+_ENDS_WITH_MONTH = re.compile(r"\b" + _MONTH + r"\s*$")
 _DAY_ORDINAL = re.compile(r"\b(\d{1,2})(?:st|nd|rd|th)\b")
 _DAY_AFTER_MONTH = re.compile(r"\b(" + _MONTH + r"\s+)(?:the\s+)?(\d{1,2})(?:st|nd|rd|th)\b")
 

@@ -72,6 +72,9 @@ def test_ttl_classes() -> None:
         ("contact_time", "not before 10 in the morning", "not before 10am"),
         ("contact_time", "Thursday in the afternoon", "thursday afternoon"),
         ("travel_time", "7 at night", "7pm"),
+        # After its month a number is a day: "May 3 in the afternoon" is no 3pm.
+        ("appointment_time", "May 3 in the afternoon", "may 3 afternoon"),
+        ("appointment_time", "May 3 at 4 in the afternoon", "may 3 4pm"),
         ("appointment_time", "8 o'clock", "8 o'clock"),  # no part of the day: no am or pm
         ("installation_time", "2026-03-09T14:00:00Z", "2026-03-09 2pm"),
         ("delivery_time", "2026-03-09", "2026-03-09"),
