@@ -31,7 +31,7 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 import redis
-from hint_scoring import POLICIES, HintTally  # benchmarks/ sibling
+from hint_scoring import POLICIES, HintTally, wanted_evidence  # benchmarks/ sibling
 from longmemeval_data import Question, events, haystack_key, records, turn_of
 
 from connectors.redis_hints import HintClaims
@@ -128,7 +128,7 @@ class HintRun:
         hint = self._compose(requests[0], held.offsets) if fired else None
         always = hint if hint is not None else self._compose(self._always(ask), held.offsets)
         decision = result.trigger
-        evidence = {t.turn_id for t in question.evidence}
+        evidence = wanted_evidence(question.question_type, *question.evidence_by_recency())
         self.tally.add_question(
             question.question_type,
             fired=fired,

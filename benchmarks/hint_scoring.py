@@ -33,6 +33,18 @@ def holds_evidence(hit_turns: Iterable[str | None], evidence: set[str]) -> bool:
     return any(turn is not None and turn in evidence for turn in hit_turns)
 
 
+def wanted_evidence(question_type: str, latest: set[str], outdated: set[str]) -> set[str]:
+    """The evidence turns a hint must hold to count as a hit.
+
+    For a knowledge update only the latest value's turns: a hint that holds
+    only the old value hands the agent the wrong answer (it counted as a hit
+    before stop 32). Any evidence turn otherwise.
+    """
+    if question_type == "knowledge-update" and latest and outdated:
+        return set(latest)
+    return latest | outdated
+
+
 @dataclass
 class HintTally:
     """Per question type: question turns, how many fired, how many hints held evidence."""

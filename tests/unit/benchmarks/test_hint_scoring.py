@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from benchmarks.hint_scoring import HintTally, holds_evidence
+from benchmarks.hint_scoring import HintTally, holds_evidence, wanted_evidence
 
 
 def test_holds_evidence_needs_an_evidence_turn_among_the_hits() -> None:
@@ -14,6 +14,16 @@ def test_holds_evidence_needs_an_evidence_turn_among_the_hits() -> None:
     assert not holds_evidence(["s1:0", None, "ask"], {"s2:3"})
     assert not holds_evidence([], {"s2:3"})
     assert not holds_evidence([None], set())
+
+
+def test_a_knowledge_update_hint_must_hold_the_latest_value() -> None:
+    latest, outdated = {"s3:1"}, {"s1:4"}
+    wanted = wanted_evidence("knowledge-update", latest, outdated)
+    assert not holds_evidence(["s1:4", "s2:0"], wanted)  # only the old value
+    assert holds_evidence(["s1:4", "s3:1"], wanted)
+    # Evidence in one session only, or another question type: any evidence turn.
+    assert wanted_evidence("knowledge-update", latest, set()) == latest
+    assert wanted_evidence("multi-session", latest, outdated) == latest | outdated
 
 
 def test_a_hint_counts_only_when_the_trigger_fired() -> None:
