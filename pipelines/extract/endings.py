@@ -145,6 +145,13 @@ CUES: tuple[_Cue, ...] = (
     ),
     _cue(r"recovered from|got over|cured of|over the", _HEALTH, "after"),
     _cue(r"off(?! to\b)(?: the)?", _TAKEN, "after"),
+    # "not in Toronto anymore", "no longer at the clinic": the value inside the cue.
+    _cue(
+        r"no longer(?: \w+){0,4}|(?:not|\w+n't) (?:\w+ ){0,4}?any ?more",
+        _LIFE | _OWNED | _ROLE | _HABIT | _PLAN | _HOME | _HEALTH,
+        "after",
+        by_pronoun=False,
+    ),
 )
 ENDABLE = frozenset().union(*(c.predicates for c in CUES))
 _CUE_WORDS = frozenset(w for c in CUES for w in re.findall(r"[a-z']+", c.pattern.pattern))

@@ -82,6 +82,8 @@ HELD = known(
         ),
         ("I finally sold the Transit last month.", "", ("owns", "2011 transit")),
         ("Been off the naproxen a week now.", "", ("medication", "naproxen")),
+        ("I don't play darts any more, my wrist.", "", ("hobby", "darts")),
+        ("I no longer work at Royal Mail.", "", ("employer", "royal mail")),
         # By a pronoun, or not at all in a bare answer: the question before names it.
         ("Had to put her down last Friday.", "And how's Fly?", ("pet", "border collie fly")),
         ("nah, left. DPD pay better.", "You still at Royal Mail?", ("employer", "royal mail")),
@@ -110,6 +112,7 @@ def test_an_ending_negates_the_value_as_it_is_held(
         ("I lost that fight completely.", "bringing Priya?"),  # "lost" needs its value named
         ("Fly won the sheepdog trial!", ""),  # no end at all
         ("Has Benidorm been cancelled?", ""),  # asked
+        ("Fly is not a puppy any more, she's nine.", ""),  # what ended is not a value held
     ],
 )
 def test_no_ending_without_a_stated_end_by_the_user(text: str, previous: str) -> None:
