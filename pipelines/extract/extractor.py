@@ -370,33 +370,10 @@ class FactExtractor:
     ) -> list[ExtractedFact]:
         """The agent's offers the user accepted with a plain yes (asserted by the user)."""
         stated = {fact.predicate for fact in own}
-        first = parsed.sentences[0] if parsed.sentences else None
-        source = (
-            None
-            if first is None
-            else Span(label="SENTENCE", text=first.text, start=first.start, end=first.end)
-        )
         hedged = is_hedged(event.text)
-        vocabulary = default_vocabulary()
+        confidence = CONFIDENCE_HEDGED if hedged else CONFIDENCE_CONFIRMED
         return [
-            ExtractedFact(
-                tenant_id=event.tenant_id,
-                user_id=event.user_id,
-                session_id=event.session_id,
-                event_id=event.event_id,
-                event_ts=event.ts,
-                subject=SUBJECT,
-                predicate=offer.predicate,
-                object=offer.object,
-                kind=vocabulary.spec(offer.predicate).kind_of(offer.object, negated=False),
-                confidence=CONFIDENCE_HEDGED if hedged else CONFIDENCE_CONFIRMED,
-                text=f"{offer.predicate} {offer.object}",
-                intent=parsed.intent.value,
-                asserted_by=Assertor.USER,
-                hedged=hedged,
-                source_span=source,
-                fields={"CONFIRMED": offer.object},
-            )
+            _answered(event, parsed, offer, Polarity.AFFIRMED, confidence, hedged=hedged)
             for offer in context.offers
             if offer.predicate not in stated
         ]
@@ -420,36 +397,51 @@ def _refused(
     # Anything else?" - "No, that's it." declines nothing. An identity
     # (a name, a number) is corrected by a no, not refused.
     asked = last_question(context.last_text)
+    return [
+        _answered(event, parsed, offer, Polarity.NEGATED, CONFIDENCE_CONFIRMED, hedged=False)
+        for offer in context.offers
+        if vocabulary.canonical(offer.predicate) not in stated
+        and vocabulary.spec(offer.predicate).negation is not Negation.DENIED
+        and _words_in(offer.object, asked)
+    ]
+
+
+def _answered(
+    event: DialogueEvent,
+    parsed: ParsedTurn,
+    offer: OfferedFact,
+    polarity: Polarity,
+    confidence: float,
+    *,
+    hedged: bool,
+) -> ExtractedFact:
+    """An offer the user answered with a plain yes or no, as the user's own fact."""
     first = parsed.sentences[0] if parsed.sentences else None
     source = (
         None
         if first is None
         else Span(label="SENTENCE", text=first.text, start=first.start, end=first.end)
     )
-    return [
-        ExtractedFact(
-            tenant_id=event.tenant_id,
-            user_id=event.user_id,
-            session_id=event.session_id,
-            event_id=event.event_id,
-            event_ts=event.ts,
-            subject=SUBJECT,
-            predicate=offer.predicate,
-            object=offer.object,
-            polarity=Polarity.NEGATED,
-            kind=vocabulary.spec(offer.predicate).kind_of(offer.object, negated=True),
-            confidence=CONFIDENCE_CONFIRMED,
-            text=f"{offer.predicate} NOT {offer.object}",
-            intent=parsed.intent.value,
-            asserted_by=Assertor.USER,
-            source_span=source,
-            fields={"REFUSED": offer.object},
-        )
-        for offer in context.offers
-        if vocabulary.canonical(offer.predicate) not in stated
-        and vocabulary.spec(offer.predicate).negation is not Negation.DENIED
-        and _words_in(offer.object, asked)
-    ]
+    negated = polarity is Polarity.NEGATED
+    return ExtractedFact(
+        tenant_id=event.tenant_id,
+        user_id=event.user_id,
+        session_id=event.session_id,
+        event_id=event.event_id,
+        event_ts=event.ts,
+        subject=SUBJECT,
+        predicate=offer.predicate,
+        object=offer.object,
+        polarity=polarity,
+        kind=default_vocabulary().spec(offer.predicate).kind_of(offer.object, negated=negated),
+        confidence=confidence,
+        text=f"{offer.predicate} {'NOT ' if negated else ''}{offer.object}",
+        intent=parsed.intent.value,
+        asserted_by=Assertor.USER,
+        hedged=hedged,
+        source_span=source,
+        fields={"REFUSED" if negated else "CONFIRMED": offer.object},
+    )
 
 
 def _words_in(value: str, text: str) -> bool:
