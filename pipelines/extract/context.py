@@ -62,12 +62,23 @@ CHOICE_QUESTION = re.compile(
 )
 
 
-# An agent offer made as a statement ("I can offer Thursday at 9am.", "We could
-# come on Monday."): a yes accepts it as it accepts a question. A plain statement
-# ("Thursday at 11am then.") is only acknowledged by a yes.
+# An agent offer made as a statement: a yes accepts it as it accepts a question.
+# Someone can do something ("I can offer Thursday at 9am.", "Amira can do
+# Thursday at 6:30pm.", "They can start Monday."), someone has a time free ("Dr
+# Patel has Friday at 2:30pm.", "I've got Thursday between 8 and 12."), there is
+# a slot ("There's a test on Tuesday 23 June."), or the agent is about to book
+# it ("I'll pencil in Sunday at 10am."). A plain statement ("Thursday at 11am
+# then.") is only acknowledged by a yes.
+_DAY_OR_HOUR = r"(?:(?:mon|tues?|wednes|thurs|fri|satur|sun)(?:day)?s?|\d)"
 OFFER_STATEMENT = re.compile(
-    r"\b(?:i|we) (?:can|could) (?:offer|do|come|send|book|fit you in)\b|\b(?:how|what) about\b"
-    r"|\bthe (?:earliest|first|next|soonest)\b[^.!?]{0,25}\b(?:is|would be)\b",
+    r"\b(?:can|could) (?:offer|do|come|start|send|book|fit you in|squeeze you in|see you"
+    r"|install|deliver|collect|visit|give you)\b|\bcan give\b|\b(?:how|what) about\b"
+    r"|\bthe (?:earliest|first|next|soonest)\b[^.!?]{0,25}\b(?:is|would be)\b"
+    r"|\b(?:has|have|'ve got|have got|'s got)\s+(?:(?:a|an|the|some)\s+)?"
+    r"(?:(?:slot|space|opening|availability)\b|" + _DAY_OR_HOUR + r")"
+    r"|\bthere(?:'s| is) (?:a|an) [^.!?]{0,40}\b(?:on|at|for) (?:the\s+)?"
+    + _DAY_OR_HOUR
+    + r"|\b(?:i|we)(?:'ll| will) (?:put you down|pencil|book you|request|schedule)\b",
     re.IGNORECASE,
 )
 

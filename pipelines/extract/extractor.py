@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from pathlib import Path
@@ -182,15 +183,6 @@ class FactExtractor:
             context = updated.get(event.session_id) or new_session(event, latest.get(event.user_id))
             if i in per_turn:
                 results[i] = self._turn_facts(event, parsed, per_turn[i], context)
-            # Only an offer made as a question is accepted by a yes; a yes after an
-            # agent's statement ("Thursday at 11am then." - "Yes.") acknowledges it.
-            if (
-                event.role is Role.USER
-                and context.agent_asked
-                and i in docs
-                and is_affirmation(event.text)
-            ):
-                results[i] += self._confirmed(event, parsed, results[i], context)
             if learned is not None:
                 update = _updates(parsed, event)
                 own = [
@@ -198,6 +190,17 @@ class FactExtractor:
                     for t, src in _as_offered(learned[i], context.offers)
                 ]
                 results[i] = combine(own, results[i])
+            # Only an offer made as a question is accepted by a yes; a yes after an
+            # agent's statement ("Thursday at 11am then." - "Yes.") acknowledges it.
+            # After the tagger's facts are combined, which keep only the rules'
+            # closed-form values: an accepted time or plan would be dropped there.
+            if (
+                event.role is Role.USER
+                and context.agent_asked
+                and i in docs
+                and is_affirmation(event.text)
+            ):
+                results[i] += self._confirmed(event, parsed, results[i], context)
             if event.role is Role.USER and context.agent_asked and is_refusal(event.text):
                 results[i] += _refused(event, parsed, results[i], context)
             results[i] = endings(event, results[i], context.known, context.last_text)
@@ -368,14 +371,24 @@ class FactExtractor:
         own: list[ExtractedFact],
         context: DialogueContext,
     ) -> list[ExtractedFact]:
-        """The agent's offers the user accepted with a plain yes (asserted by the user)."""
+        """The agent's offers the user accepted with a plain yes (asserted by the user).
+
+        A yes to a choice ("Saturday we have 9:30am or 11am." - "Great.") picks
+        neither of two values of one single-valued predicate.
+        """
+        vocabulary = default_vocabulary()
         stated = {fact.predicate for fact in own}
+        offered = Counter(vocabulary.canonical(offer.predicate) for offer in context.offers)
         hedged = is_hedged(event.text)
         confidence = CONFIDENCE_HEDGED if hedged else CONFIDENCE_CONFIRMED
         return [
             _answered(event, parsed, offer, Polarity.AFFIRMED, confidence, hedged=hedged)
             for offer in context.offers
             if offer.predicate not in stated
+            and (
+                offered[vocabulary.canonical(offer.predicate)] == 1
+                or vocabulary.spec(offer.predicate).multi_valued
+            )
         ]
 
 

@@ -397,3 +397,42 @@ def test_whose_value_a_sentence_states(
     fact = learned_fact(turn(), PARSED, triple(predicate, "v"), update=False)
     fact = fact.model_copy(update={"source_span": Span(label="S", text=sentence, start=0, end=1)})
     assert owned_by_other(fact, sentence, before) is others
+
+
+def test_a_plain_yes_to_an_offered_time_is_kept_beside_the_taggers_facts(
+    hybrid: FactExtractor,
+) -> None:
+    # The tagger's facts keep only the rules' closed-form values: a yes that
+    # accepted a time was dropped there, so "Perfect." stored nothing.
+    _, answer = dialogue(hybrid, (Role.AGENT, "Saturday 21 March at 10?"), (Role.USER, "Perfect."))
+    assert [(f.predicate, f.object, f.asserted_by) for f in answer] == [
+        ("appointment_time", "saturday 21 march 10", Assertor.USER)
+    ]
+
+
+@pytest.mark.parametrize(
+    "offer",
+    [
+        "Amira can do Thursday 25 June at 6:30pm.",
+        "They can start Thursday 25 June at 6:30pm.",
+        "Dr Patel has Thursday 25 June at 6:30pm.",
+        "I've got Thursday 25 June at 6:30pm.",
+        "There's a slot at the Leeds branch on Thursday 25 June at 6:30pm.",
+        "I'll pencil in Thursday 25 June at 6:30pm.",
+    ],
+)
+def test_a_yes_accepts_a_time_someone_has_free(hybrid: FactExtractor, offer: str) -> None:
+    _, answer = dialogue(hybrid, (Role.AGENT, offer), (Role.USER, "Lovely."))
+    assert ("appointment_time", "thursday 25 june 6:30pm") in {
+        (f.predicate, f.object) for f in answer if f.asserted_by is Assertor.USER
+    }, answer
+
+
+def test_a_yes_to_a_choice_of_two_times_picks_neither(hybrid: FactExtractor) -> None:
+    offer, answer = dialogue(
+        hybrid,
+        (Role.AGENT, "Dr Patel has Tuesday 14th at 8am or Thursday 16th at 8am."),
+        (Role.USER, "Great."),
+    )
+    assert len([f for f in offer if f.predicate == "appointment_time"]) == 2, offer
+    assert not answer
