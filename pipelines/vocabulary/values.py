@@ -418,9 +418,17 @@ def undated(value: str) -> str:
     return " ".join(kept)
 
 
+# A possessive ("grandad's 90th", "the Joneses' party") and a day's ordinal
+# ("19th of september") are spellings of the words they sit on: "grandads 90th"
+# and "moving day 1 march" state the same values.
+_POSSESSIVE = re.compile(r"(?<=\w)'s\b|(?<=s)'(?!\w)")
+_ORDINAL_SUFFIX = re.compile(r"\b(\d{1,2})(?:st|nd|rd|th)\b")
+
+
 def text_key(value: str) -> str:
     """Free text's identity: its content words, stemmed, in any order."""
-    words = [_stem(word) for word in _words(value) if word not in _TEXT_FILLER]
+    plain = _ORDINAL_SUFFIX.sub(r"\1", _POSSESSIVE.sub("", value.casefold().replace("’", "'")))
+    words = [_stem(word) for word in _words(plain) if word not in _TEXT_FILLER]
     return " ".join(sorted(words)) if words else _token_key(value)
 
 
