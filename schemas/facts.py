@@ -6,13 +6,15 @@ pending, merged or skipped, and turns it into a MemoryRecord version.
 
 from __future__ import annotations
 
+from datetime import datetime
 from enum import StrEnum
-from typing import Literal
+from typing import Literal, TypedDict
 
 from pydantic import AwareDatetime, Field
 
 from schemas._base import Frozen, Identifier
 from schemas.bounds import MAX_OBJECT_CHARS
+from schemas.events import CrmWebhook, DialogueEvent, UserAction
 from schemas.memory import MemoryKind, Polarity
 
 
@@ -60,3 +62,24 @@ class ExtractedFact(Frozen):
     entities: list[Span] = Field(default_factory=list)
     # Exact structured fields (time, place, ids, numbers) for hashed O(1) matching.
     fields: dict[str, str] = Field(default_factory=dict)
+
+
+class FactOrigin(TypedDict):
+    """The fields a fact takes from its event: ``ExtractedFact(**origin(event), ...)``."""
+
+    tenant_id: str
+    user_id: str
+    session_id: str | None
+    event_id: str
+    event_ts: datetime
+
+
+def origin(event: DialogueEvent | UserAction | CrmWebhook) -> FactOrigin:
+    """Who said it, where and when: one place, so every extractor stamps a fact alike."""
+    return FactOrigin(
+        tenant_id=event.tenant_id,
+        user_id=event.user_id,
+        session_id=None if isinstance(event, CrmWebhook) else event.session_id,
+        event_id=event.event_id,
+        event_ts=event.ts,
+    )

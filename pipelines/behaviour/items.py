@@ -18,7 +18,7 @@ from pipelines.behaviour.config import BehaviourConfig
 from pipelines.behaviour.window import WindowEvent
 from pipelines.triggers.entities import content_terms
 from schemas.events import ActionType, UserAction
-from schemas.facts import Assertor, ExtractedFact
+from schemas.facts import Assertor, ExtractedFact, origin
 from schemas.memory import MemoryKind
 
 # Interest: the threshold of views is the weakest reading (0.5); each further
@@ -193,11 +193,7 @@ def _item(
     fields: dict[str, str],
 ) -> BehaviourItem:
     fact = ExtractedFact(
-        tenant_id=action.tenant_id,
-        user_id=action.user_id,
-        session_id=action.session_id,
-        event_id=action.event_id,
-        event_ts=action.ts,
+        **origin(action),
         subject=subject.casefold().strip()[:256],
         predicate=predicate,
         object=value[:1024],

@@ -6,7 +6,7 @@ import re
 
 from pipelines.vocabulary import default_vocabulary
 from schemas.events import CrmWebhook
-from schemas.facts import Assertor, ExtractedFact
+from schemas.facts import Assertor, ExtractedFact, origin
 from schemas.memory import Polarity
 
 SUBJECT = "user"
@@ -35,10 +35,7 @@ def extract_crm(webhook: CrmWebhook) -> list[ExtractedFact]:
         kind = spec.kind_of(value, negated=negated)
         facts.append(
             ExtractedFact(
-                tenant_id=webhook.tenant_id,
-                user_id=webhook.user_id,
-                event_id=webhook.event_id,
-                event_ts=webhook.ts,
+                **origin(webhook),
                 subject=SUBJECT,
                 predicate=predicate,
                 object=value,

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from pipelines.vocabulary import Negation, default_vocabulary
 from schemas._base import Frozen
 from schemas.events import DialogueEvent, Role
-from schemas.facts import Assertor, ExtractedFact, Span
+from schemas.facts import Assertor, ExtractedFact, Span, origin
 from schemas.memory import Polarity
 
 # A stated end commits like a rule's cued statement (learned/facts.py scale).
@@ -545,11 +545,7 @@ def _ended_fact(event: DialogueEvent, end: _Ending) -> ExtractedFact:
         else None
     )
     return ExtractedFact(
-        tenant_id=event.tenant_id,
-        user_id=event.user_id,
-        session_id=event.session_id,
-        event_id=event.event_id,
-        event_ts=event.ts,
+        **origin(event),
         subject="user",
         predicate=spec.name,
         object=end.value,

@@ -53,7 +53,7 @@ from pipelines.parse.model import Intent, ParsedTurn
 from pipelines.parse.parser import DialogueParser, parsed_head
 from pipelines.vocabulary import TIME_TYPES, Negation, default_vocabulary
 from schemas.events import DialogueEvent, Role
-from schemas.facts import Assertor, ExtractedFact, Span
+from schemas.facts import Assertor, ExtractedFact, Span, origin
 from schemas.memory import MemoryKind, Polarity
 
 if TYPE_CHECKING:
@@ -339,11 +339,7 @@ class FactExtractor:
                 kind = MemoryKind.COMMITMENT
             facts.append(
                 ExtractedFact(
-                    tenant_id=event.tenant_id,
-                    user_id=event.user_id,
-                    session_id=event.session_id,
-                    event_id=event.event_id,
-                    event_ts=event.ts,
+                    **origin(event),
                     subject=SUBJECT,
                     predicate=cand.predicate,
                     object=cand.value,
@@ -437,11 +433,7 @@ def _answered(
     )
     negated = polarity is Polarity.NEGATED
     return ExtractedFact(
-        tenant_id=event.tenant_id,
-        user_id=event.user_id,
-        session_id=event.session_id,
-        event_id=event.event_id,
-        event_ts=event.ts,
+        **origin(event),
         subject=SUBJECT,
         predicate=offer.predicate,
         object=offer.object,

@@ -15,7 +15,7 @@ from pipelines.extract.learned.tagging import LearnedTriple
 from pipelines.parse.model import ParsedTurn
 from pipelines.vocabulary import default_vocabulary
 from schemas.events import DialogueEvent, Role
-from schemas.facts import Assertor, ExtractedFact, Span
+from schemas.facts import Assertor, ExtractedFact, Span, origin
 from schemas.memory import Polarity
 
 # On the review gate's scale (commit >= 0.82, pending >= 0.55): a confident tag
@@ -57,11 +57,7 @@ def learned_fact(
         sure = triple.confidence >= SURE_TAG_SCORE
         confidence = CONFIDENCE_SURE if sure else CONFIDENCE_UNSURE
     return ExtractedFact(
-        tenant_id=event.tenant_id,
-        user_id=event.user_id,
-        session_id=event.session_id,
-        event_id=event.event_id,
-        event_ts=event.ts,
+        **origin(event),
         subject="user",
         predicate=spec.name,
         object=triple.obj,
