@@ -29,7 +29,7 @@ from pipelines.extract.context import (
 )
 from pipelines.extract.endings import endings
 from pipelines.extract.fragments import evaluation_candidates, fragment_candidates
-from pipelines.extract.learned.facts import combine, learned_fact
+from pipelines.extract.learned.facts import SURE_TAG_SCORE, combine, learned_fact
 from pipelines.extract.polarity import (
     SPAN_KEY,
     build_negex,
@@ -185,9 +185,12 @@ class FactExtractor:
                 results[i] = self._turn_facts(event, parsed, per_turn[i], context)
             if learned is not None:
                 update = _updates(parsed, event)
+                found = learned[i]
+                if event.role is Role.USER:
+                    found = _countered(found, context.offers, event.text)
                 own = [
                     learned_fact(event, parsed, t, update=update, source=src)
-                    for t, src in _as_offered(learned[i], context.offers)
+                    for t, src in _as_offered(found, context.offers)
                 ]
                 results[i] = combine(own, results[i])
             # Only an offer made as a question is accepted by a yes; a yes after an
@@ -458,6 +461,75 @@ def _words_in(value: str, text: str) -> bool:
 def _updates(parsed: ParsedTurn, event: DialogueEvent) -> bool:
     """Whether the turn corrects an earlier value ("actually", a correction act)."""
     return any(s.intent is Intent.CORRECTION for s in parsed.sentences) or is_update(event.text)
+
+
+# A user turn that puts its own value in place of the one on the table:
+# "make it 6:30 pm", "can we do Thursday instead", "how about the 5th?".
+COUNTER_CUE = re.compile(
+    r"\b(?:make it|instead|rather|change it|how about|what about|better|prefer"
+    r"|can (?:we|you|it) (?:do|make it|be)|could (?:we|you|it) (?:do|make it|be))\b",
+    re.IGNORECASE,
+)
+
+
+def _countered(
+    found: list[tuple[LearnedTriple, Span | None]],
+    offers: list[OfferedFact],
+    text: str,
+) -> list[tuple[LearnedTriple, Span | None]]:
+    """The times read from the agent's turn that the user's own time set aside.
+
+    The tagger reads the agent's last turn as context, so an answer takes the
+    times offered there: right for "Perfect." after "Saturday 21 March at
+    10?", wrong for "Make it 6:30 pm." after "Saturday 7 pm?". An offered time
+    stays when the user names a part of it ("Wednesday's fine" keeps
+    "wednesday 6pm": the one chosen of two) or says yes without a change cue.
+    It goes when the user names a time of their own against it: on the same
+    predicate, or one the tagger was unsure of, whose predicate was a guess and
+    becomes the offer's ("make it 6:30 pm" is a delivery time when a delivery
+    was offered).
+    """
+    vocabulary = default_vocabulary()
+
+    def time(triple: LearnedTriple) -> bool:
+        return vocabulary.spec(triple.predicate).type in TIME_TYPES and not triple.negated
+
+    offered = [t for t, _ in found if t.from_context and time(t)]
+    own = [t for t, _ in found if not t.from_context and time(t)]
+    if not offered or not own:
+        return found
+    if is_affirmation(text) and not COUNTER_CUE.search(text):
+        return found
+
+    def chosen(o: LearnedTriple) -> bool:
+        return any(_time_words(t.obj) <= _time_words(o.obj) for t in own)
+
+    def against(t: LearnedTriple, o: LearnedTriple) -> bool:
+        same = vocabulary.canonical(t.predicate) == vocabulary.canonical(o.predicate)
+        return same or t.confidence < SURE_TAG_SCORE
+
+    dropped = [o for o in offered if not chosen(o) and any(against(t, o) for t in own)]
+    if not dropped:
+        return found
+    offered_times = [o.predicate for o in offers if vocabulary.spec(o.predicate).type in TIME_TYPES]
+    topic = offered_times[0] if offered_times else dropped[0].predicate
+    # Said against an offer, the time is meant: kept even where the tagger
+    # alone would be unsure of it.
+    return [
+        (replace(t, predicate=topic, confidence=SURE_TAG_SCORE), source)
+        if t in own and t.confidence < SURE_TAG_SCORE
+        else (t, source)
+        for t, source in found
+        if t not in dropped
+    ]
+
+
+_TIME_FILLER = frozenset({"am", "pm", "st", "nd", "rd", "th", "at", "on", "the", "of"})
+
+
+def _time_words(value: str) -> set[str]:
+    """A time's words and numbers, without the ones any spelling adds ("5:30" of "5:30pm")."""
+    return set(re.findall(r"[a-z]+|\d+", value.lower())) - _TIME_FILLER
 
 
 def _as_offered(

@@ -436,3 +436,46 @@ def test_a_yes_to_a_choice_of_two_times_picks_neither(hybrid: FactExtractor) -> 
     )
     assert len([f for f in offer if f.predicate == "appointment_time"]) == 2, offer
     assert not answer
+
+
+def _users(facts: list[ExtractedFact]) -> set[tuple[str, str, Polarity]]:
+    return {(f.predicate, f.object, f.polarity) for f in facts if f.asserted_by is Assertor.USER}
+
+
+def test_a_time_of_the_users_own_sets_the_offered_one_aside(hybrid: FactExtractor) -> None:
+    # The tagger reads the offer as context: "Make it 6:30 pm." took "saturday 7pm",
+    # and the user's own, less sure time was dropped.
+    _, answer = dialogue(
+        hybrid,
+        (Role.AGENT, "Saturday 7 pm, to 12 Birch Court?"),
+        (Role.USER, "Make it 6:30 pm."),
+    )
+    times = {(p, o) for p, o, _ in _users(answer) if p.endswith("_time")}
+    assert times == {("delivery_time", "6:30pm")}, answer
+
+
+def test_naming_one_of_two_offered_times_keeps_only_that_one(hybrid: FactExtractor) -> None:
+    _, answer = dialogue(
+        hybrid,
+        (Role.AGENT, "Kenji has Wednesday July 22 at 6pm or Thursday July 23 at 7pm."),
+        (Role.USER, "thursday the 23rd"),
+    )
+    objects = {o for _, o, _ in _users(answer)}
+    assert "thursday 23rd" in objects
+    assert "wednesday july 22 6pm" not in objects, answer
+
+
+@pytest.mark.parametrize(
+    ("offer", "answer", "kept"),
+    [
+        # A part of the offered time accepts it whole.
+        ("She can do Wednesday at 6pm that week instead.", "Wednesday's fine.", "wednesday 6pm"),
+        # A yes with no change cue accepts it, whatever else the turn says.
+        ("Would Tuesday at 10am suit?", "Yes, and I'm away from the 20th.", "tuesday 10am"),
+    ],
+)
+def test_an_offered_time_the_user_accepts_stays(
+    hybrid: FactExtractor, offer: str, answer: str, kept: str
+) -> None:
+    _, facts = dialogue(hybrid, (Role.AGENT, offer), (Role.USER, answer))
+    assert kept in {o for _, o, _ in _users(facts)}, facts
