@@ -100,6 +100,9 @@ def check_more_sample_memory(versions: Versions, at: datetime) -> None:
     assert not [h for h in eli if h.object == "11pm" and h.predicate != "contact_time"], eli
     assert ("contact_time", "after 9pm", "negated") in now, now
     assert ("likes", "pork", "negated") in now, now
+    # "Saturday 7 pm?" - "Perfect. Oh wait, actually make it 6:30 pm.": the user's own time.
+    times = [o for p, o, _ in now if p == "delivery_time"]
+    assert len(times) == 1 and "6:30pm" in times[0], times
 
     hana = versions("bluesky-travel", "u-hana")
     now = _current(hana, at)
@@ -114,3 +117,7 @@ def check_more_sample_memory(versions: Versions, at: datetime) -> None:
     # her name as on the passport?") are other people's: never her number or name.
     assert _chain(hana, "phone_number") == ["5550111"], _chain(hana, "phone_number")
     assert not [o for p, o, _ in now if p == "name"], now
+    # The answer names her sister, and the agent's "Added Yuki Tanaka to the
+    # booking." claims nothing about her own name, not even pending.
+    assert ("family_member", "sister yuki tanaka", "affirmed") in now, now
+    assert not [h.object for h in hana if h.predicate == "name"], hana

@@ -38,7 +38,12 @@ from pipelines.extract.polarity import (
     is_negated,
     is_update,
 )
-from pipelines.extract.possession import last_question, users_own
+from pipelines.extract.possession import (
+    last_question,
+    named_in_answer,
+    names_someone_else,
+    users_own,
+)
 from pipelines.extract.scope import describes_offering, on_the_way, tells_of_the_past
 from pipelines.extract.spans import (
     clean_tagger_spans,
@@ -208,6 +213,8 @@ class FactExtractor:
                 results[i] += _refused(event, parsed, results[i], context)
             results[i] = endings(event, results[i], context.known, context.last_text)
             results[i] = users_own(typed(results[i]), event.text, context.last_text)
+            results[i] = named_in_answer(event, results[i], context.known, context.last_text)
+            results[i] = [f for f in results[i] if not names_someone_else(f, context.known)]
             # The topic a turn sets is that of the times it stated, else its first cue:
             # "I can't come on Monday, I'm travelling" stays about the appointment.
             times = [f.predicate for f in results[i] if "TIME" in f.fields]

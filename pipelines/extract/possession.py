@@ -17,8 +17,12 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from pipelines.extract.endings import KnownValue
 from pipelines.parse.parser import SENTENCE_END
-from schemas.facts import ExtractedFact
+from pipelines.vocabulary import default_vocabulary
+from schemas.events import DialogueEvent, Role
+from schemas.facts import Assertor, ExtractedFact, origin
+from schemas.memory import Polarity
 
 # The nouns that introduce a value of each predicate (canonical names,
 # pipelines/vocabulary/predicates.toml) whose value a person has one of.
@@ -84,3 +88,146 @@ def last_question(text: str) -> str:
     """The last question of a turn ("Added. What's her name?" -> "What's her name?")."""
     asked = [s for s in SENTENCE_END.split(text.strip()) if s.endswith("?")]
     return asked[-1] if asked else ""
+
+
+# "What's her name?", "what's he called?": the question asks for the name of a
+# person (or pet) the user has just spoken of.
+_NAME_ASKED = re.compile(
+    r"\bwhat(?:'s| is)\s+(?:her|his|their|its)\s+(?:full\s+|first\s+)?name\b"
+    r"|\bwhat(?:'s| is| are)\s+(?:she|he|they|it)\s+called\b",
+    re.IGNORECASE,
+)
+# The answer's name, first in the turn: "Ella.", "Yuki Tanaka.", "It's Pickle, she's a dachshund".
+_ANSWERED_NAME = re.compile(
+    r"^\W*(?:(?:it'?s|she'?s|he'?s|called)\s+)?"
+    r"(?P<name>[A-Z][\w'’-]+(?:\s+[A-Z][\w'’-]+){0,2})(?=\s*(?:[.,!;]|$))"
+)
+# Confidence of a relative named this way: as good as a yes to an offer.
+CONFIDENCE_NAMED = 0.86
+
+
+def named_in_answer(
+    event: DialogueEvent,
+    facts: Sequence[ExtractedFact],
+    known: Sequence[KnownValue],
+    previous_text: str,
+) -> list[ExtractedFact]:
+    """``facts`` with the relative or pet a bare name answers for named by it.
+
+    "my sister is joining us" ... "What's her name as on the passport?" -
+    "Yuki Tanaka." is ``family_member sister yuki tanaka``: the name is hers
+    (so never the user's, ``users_own``), and the one held value it can name
+    is the latest relative or pet known only by its kind, in this turn
+    ("Pickle. She's a dachshund") or before it.
+    """
+    asked = last_question(previous_text)
+    match = _ANSWERED_NAME.match(event.text) if _NAME_ASKED.search(asked) else None
+    if event.role is not Role.USER or match is None:
+        return list(facts)
+    vocabulary = default_vocabulary()
+    name = match["name"].casefold()
+
+    def unnamed(predicate: str, value: str) -> bool:
+        spec = vocabulary.spec(predicate)
+        return spec.named and len(value.split()) == 1 and value != name
+
+    own = [f for f in facts if f.polarity is Polarity.AFFIRMED and unnamed(f.predicate, f.object)]
+    held = [k for k in reversed(known) if unnamed(k.predicate, k.object)]
+    if own:
+        kind, predicate = own[0].object, vocabulary.canonical(own[0].predicate)
+    elif held and _may_be(held[0], previous_text, event.text):
+        # Only the latest: an older relative is more often not the one asked about.
+        kind, predicate = held[0].object, held[0].predicate
+    else:
+        return list(facts)
+    value = f"{kind} {name}"
+    named = ExtractedFact(
+        **origin(event),
+        subject="user",
+        predicate=predicate,
+        object=value,
+        confidence=CONFIDENCE_NAMED,
+        text=f"{predicate} {value}",
+        asserted_by=Assertor.USER,
+        fields={"NAMED": value},
+    )
+    kept = [f for f in facts if not (own and f is own[0]) and f.object != name]
+    return [*kept, named]
+
+
+# Who "her" and "his" can be: a relative of that sex, or any pet.
+_FEMALE = frozenset(
+    [
+        "sister",
+        "daughter",
+        "mum",
+        "mom",
+        "mother",
+        "wife",
+        "girlfriend",
+        "fiancee",
+        "fiancée",
+        "aunt",
+        "auntie",
+        "niece",
+        "gran",
+        "nan",
+        "nana",
+        "grandma",
+        "grandmother",
+        "granddaughter",
+        "stepdaughter",
+    ]
+)
+_MALE = frozenset(
+    [
+        "brother",
+        "son",
+        "dad",
+        "father",
+        "husband",
+        "boyfriend",
+        "fiance",
+        "fiancé",
+        "uncle",
+        "nephew",
+        "grandad",
+        "grandpa",
+        "grandfather",
+        "grandson",
+        "stepson",
+    ]
+)
+_PET_WORDS = re.compile(
+    r"\b(?:pets?|dogs?|pupp(?:y|ies)|pups?|cats?|kittens?|kitty|rabbits?|bunn(?:y|ies)|horses?"
+    r"|ponies|pony|hamsters?|parrots?|budgies?|tortoises?|fish|snakes?|lizards?)\b",
+    re.IGNORECASE,
+)
+
+
+def _may_be(held: KnownValue, question: str, answer: str) -> bool:
+    """Whether the question's "her"/"his" and the words around it can mean ``held``."""
+    asked = last_question(question)
+    pet_words = bool(_PET_WORDS.search(question) or _PET_WORDS.search(answer))
+    if held.predicate == "pet":
+        return True
+    if pet_words:
+        return False
+    pronoun = re.search(r"\b(her|his|she|he)\b", asked, re.IGNORECASE)
+    if pronoun is None:
+        return True
+    female = pronoun.group(1).lower() in ("her", "she")
+    return held.object not in (_MALE if female else _FEMALE)
+
+
+def names_someone_else(fact: ExtractedFact, known: Sequence[KnownValue]) -> bool:
+    """Whether a ``name`` fact's value is the name of a relative or pet the user has named.
+
+    The agent's "Added Yuki Tanaka to the booking." after the user named her
+    sister is no claim about the user's own name.
+    """
+    vocabulary = default_vocabulary()
+    if vocabulary.canonical(fact.predicate) != "name":
+        return False
+    words = set(fact.object.split())
+    return any(vocabulary.spec(k.predicate).named and words < set(k.object.split()) for k in known)

@@ -479,3 +479,36 @@ def test_an_offered_time_the_user_accepts_stays(
 ) -> None:
     _, facts = dialogue(hybrid, (Role.AGENT, offer), (Role.USER, answer))
     assert kept in {o for _, o, _ in _users(facts)}, facts
+
+
+def test_a_bare_name_answering_whats_her_name_names_the_relative(hybrid: FactExtractor) -> None:
+    turns = dialogue(
+        hybrid,
+        (Role.USER, "Hi, small change for October: my sister is joining us."),
+        (Role.AGENT, "I'll request a vegetarian meal for her. What's her name as on the passport?"),
+        (Role.USER, "Yuki Tanaka."),
+        (Role.AGENT, "Added Yuki Tanaka to the booking."),
+    )
+    assert ("family_member", "sister yuki tanaka", Polarity.AFFIRMED) in _users(turns[2])
+    # Her name is not the user's: neither from the answer nor from the agent's echo.
+    assert not [f for t in turns for f in t if f.predicate == "name"], turns
+
+
+@pytest.mark.parametrize(
+    ("question", "named"),
+    [
+        ("Exciting! What's his name?", True),
+        ("Exciting! What's her name?", False),  # a son is no "her"
+        ("Dogs are welcome on Fridays. What's his name?", False),  # the dog, not the son
+    ],
+)
+def test_the_relative_named_must_fit_the_question(
+    hybrid: FactExtractor, question: str, named: bool
+) -> None:
+    turns = dialogue(
+        hybrid,
+        (Role.USER, "My son starts school tomorrow."),
+        (Role.AGENT, question),
+        (Role.USER, "Leo."),
+    )
+    assert (("family_member", "son leo", Polarity.AFFIRMED) in _users(turns[2])) is named, turns
