@@ -10,6 +10,10 @@ The owner is read from the possessive in front of the noun that introduces the
 value: "his", "her", "their", or a person of the user's ("my husband's",
 "your sister's"). A bare answer takes its owner from the question it answers,
 as it takes its predicate from it (pipelines/extract/context.py).
+
+A bare name answering "What's her name?" is then the name of the relative or
+pet asked about (``named_in_answer``), and a name known to be theirs is no
+claim about the user's own (``names_someone_else``).
 """
 
 from __future__ import annotations
