@@ -63,6 +63,7 @@ BLIND_SPLITS = (
     *("friends_m", "cs_field"),  # stop 29
     *("friends_n", "cs_harbour"),  # stop 31
     *("friends_o", "cs_meadow"),  # stop 32
+    *("friends_p", "cs_orchard"),  # stop 33
 )
 # Which LongMemEval questions the natural-dialogue compression samples.
 NATURAL_SEED = 29
