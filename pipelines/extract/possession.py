@@ -137,13 +137,17 @@ def named_in_answer(
 
     own = [f for f in facts if f.polarity is Polarity.AFFIRMED and unnamed(f.predicate, f.object)]
     held = [k for k in reversed(known) if unnamed(k.predicate, k.object)]
-    if own:
-        kind, predicate = own[0].object, vocabulary.canonical(own[0].predicate)
-    elif held and _may_be(held[0], previous_text, event.text):
-        # Only the latest: an older relative is more often not the one asked about.
-        kind, predicate = held[0].object, held[0].predicate
-    else:
+    # The turn's own relative or pet first, else only the latest held one: an
+    # older relative is more often not the one asked about.
+    candidates = [
+        KnownValue(predicate=vocabulary.canonical(f.predicate), object=f.object) for f in own
+    ]
+    referent = next(
+        (c for c in [*candidates, *held[:1]] if _may_be(c, previous_text, event.text)), None
+    )
+    if referent is None:
         return list(facts)
+    kind, predicate = referent.object, referent.predicate
     value = f"{kind} {name}"
     named = ExtractedFact(
         **origin(event),
@@ -155,7 +159,7 @@ def named_in_answer(
         asserted_by=Assertor.USER,
         fields={"NAMED": value},
     )
-    kept = [f for f in facts if not (own and f is own[0]) and f.object != name]
+    kept = [f for f in facts if f.object != name and not (f in own and f.object == kind)]
     return [*kept, named]
 
 
