@@ -124,9 +124,10 @@ def named_in_answer(
     is the latest relative or pet known only by its kind, in this turn
     ("Pickle. She's a dachshund") or before it.
     """
-    asked = last_question(previous_text)
-    match = _ANSWERED_NAME.match(event.text) if _NAME_ASKED.search(asked) else None
-    if event.role is not Role.USER or match is None:
+    if event.role is not Role.USER:
+        return list(facts)
+    match = _ANSWERED_NAME.match(event.text)
+    if match is None or not _NAME_ASKED.search(last_question(previous_text)):
         return list(facts)
     vocabulary = default_vocabulary()
     name = match["name"].casefold()
