@@ -64,6 +64,7 @@ BLIND_SPLITS = (
     *("friends_n", "cs_harbour"),  # stop 31
     *("friends_o", "cs_meadow"),  # stop 32
     *("friends_p", "cs_orchard"),  # stop 33
+    *("friends_q", "cs_quarry"),  # stop 34
 )
 # Which LongMemEval questions the natural-dialogue compression samples.
 NATURAL_SEED = 29
