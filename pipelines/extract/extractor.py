@@ -30,6 +30,7 @@ from pipelines.extract.context import (
 from pipelines.extract.endings import endings
 from pipelines.extract.fragments import evaluation_candidates, fragment_candidates
 from pipelines.extract.learned.facts import SURE_TAG_SCORE, combine, learned_fact
+from pipelines.extract.naming import named_as_held, named_beside
 from pipelines.extract.polarity import (
     SPAN_KEY,
     build_negex,
@@ -214,6 +215,7 @@ class FactExtractor:
             results[i] = endings(event, results[i], context.known, context.last_text)
             results[i] = users_own(typed(results[i]), event.text, context.last_text)
             results[i] = named_in_answer(event, results[i], context.known, context.last_text)
+            results[i] = named_as_held(named_beside(results[i], event.text), context.known)
             results[i] = [f for f in results[i] if not names_someone_else(f, context.known)]
             # The topic a turn sets is that of the times it stated, else its first cue:
             # "I can't come on Monday, I'm travelling" stays about the appointment.

@@ -360,6 +360,47 @@ def normalise_code(text: str) -> str:
     return re.sub(r"\s+", "", text.strip(_PUNCT_ENDS)).casefold()
 
 
+# One word for each relation, however it is said: "my mum", "my mom" and "my
+# mother" are one person, "our boy Elie" is a son. Only the relation word at
+# the front of a value is read ("mum" in "mum's friend" is not the value's kind).
+_KIN = {
+    "mother": ("mum", "mom", "mam", "mama", "mamma", "momma", "mummy", "mommy", "ma", "maw"),
+    "father": ("dad", "da", "daddy", "papa", "pa", "pops", "old man"),
+    "son": ("boy", "lad", "wee boy"),
+    "daughter": ("girl", "lass", "wee girl"),
+    "grandmother": ("gran", "granny", "grandma", "grandmom", "grandmum", "nan", "nana", "nanna"),
+    "grandfather": ("grandad", "granddad", "grandpa", "grampa", "gramps", "grandpop"),
+    "grandchild": ("grandkid", "grandbaby"),
+    "husband": ("hubby",),
+    "wife": ("wifey", "missus", "missis"),
+    "brother": ("bro",),
+    "sister": ("sis",),
+    "fiance": ("fiancé",),
+    "fiancee": ("fiancée",),
+    "partner": ("other half",),
+}
+KIN_WORDS = {said: kin for kin, forms in _KIN.items() for said in forms} | {
+    f"{said}s": f"{kin}s"
+    for kin, forms in _KIN.items()
+    for said in forms
+    if " " not in said and not kin.endswith("child")  # "grandchilds" is no word
+}
+_KIN_FRONT = re.compile(
+    r"^(" + "|".join(sorted(map(re.escape, KIN_WORDS), key=len, reverse=True)) + r")(?![\w'’-])"
+)
+
+
+def kin_forms(word: str) -> tuple[str, ...]:
+    """The ways a relation is said: 'mother' -> ('mother', 'mum', 'mom', ...); others alone."""
+    return (word, *_KIN.get(word, ()))
+
+
+def normalise_relative(text: str) -> str:
+    """Text with the relation in its one form: 'Mum' -> 'mother', 'our boy Elie' -> 'son elie'."""
+    value = normalise_text(text)
+    return _KIN_FRONT.sub(lambda m: KIN_WORDS[m.group(1)], value, count=1)
+
+
 def normalise_age(text: str) -> str:
     """'34 years old' -> '34'."""
     number = _NUMBER.search(text)
@@ -817,6 +858,7 @@ VALUE_TYPES: dict[str, ValueType] = {
     t.name: t
     for t in (
         ValueType("text", normalise_text, text_key, _problem_text),
+        ValueType("relative", normalise_relative, text_key, _problem_text),
         ValueType("phone", normalise_phone, phone_key, _problem_phone, same_phone),
         ValueType("email", normalise_email, str, _problem_email),
         ValueType("address", normalise_address, _token_key, _problem_address, same_address),

@@ -1,0 +1,142 @@
+"""A relative or pet as kind and name in one value, over plain lists."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+
+from pipelines.extract.endings import KnownValue
+from pipelines.extract.naming import named_as_held, named_beside
+from pipelines.vocabulary import default_vocabulary
+from schemas.facts import ExtractedFact
+from schemas.memory import Polarity
+
+TS = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)
+
+
+def fact(predicate: str, value: str, polarity: Polarity = Polarity.AFFIRMED) -> ExtractedFact:
+    return ExtractedFact(
+        tenant_id="t1",
+        user_id="u1",
+        event_id="e1",
+        event_ts=TS,
+        subject="user",
+        predicate=predicate,
+        object=value,
+        polarity=polarity,
+        confidence=0.88,
+        text=f"{predicate} {value}",
+    )
+
+
+def beside(text: str, *facts: tuple[str, str]) -> set[tuple[str, str]]:
+    out = named_beside([fact(p, o) for p, o in facts], text)
+    return {(f.predicate, f.object) for f in out}
+
+
+@pytest.mark.parametrize(
+    ("text", "said", "named"),
+    [
+        ("Got a young collie working now, Mot, had him from a farm.", "collie", "collie mot"),
+        ("We got her a cat instead, Pickles. I'm sneezing already", "cat", "cat pickles"),
+        ("we adopted a dog too, a little mutt called farofa", "mutt", "mutt farofa"),
+        ("and a've got Bella the staffie.", "staffie", "staffie bella"),
+        ("Big! Ekow, my boy, only wants football.", "son", "son ekow"),
+        ("My youngest, a daughter named Isla, starts school.", "daughter", "daughter isla"),
+    ],
+)
+def test_a_kind_takes_the_name_said_beside_it(text: str, said: str, named: str) -> None:
+    predicate = "family_member" if said in {"son", "daughter"} else "pet"
+    assert beside(text, (predicate, said)) == {(predicate, named)}
+
+
+@pytest.mark.parametrize(
+    ("text", "said"),
+    [
+        # an interjection before "my parents" is no name: no apposition closes it
+        ("Haan, my parents are in Jayanagar only", "parents"),
+        # a new clause after the comma
+        ("We got a dog, and Mum loves him.", "dog"),
+        ("I have a cat, Monday is her vet day.", "cat"),
+        # named in its own words already
+        ("my sister Ana is joining us", "sister ana"),
+    ],
+)
+def test_no_name_is_invented(text: str, said: str) -> None:
+    predicate = "pet" if said in {"dog", "cat"} else "family_member"
+    assert beside(text, (predicate, said)) == {(predicate, said)}
+
+
+def test_a_name_another_fact_holds_is_not_taken_twice() -> None:
+    text = "A little rescue cat called Pwdin."
+    assert beside(text, ("pet", "little"), ("pet", "rescue cat pwdin")) == {
+        ("pet", "little"),
+        ("pet", "rescue cat pwdin"),
+    }
+
+
+def test_only_named_predicates_are_joined() -> None:
+    assert beside("I love my car, Betsy.", ("owns", "car")) == {("owns", "car")}
+
+
+def held(*pairs: tuple[str, str]) -> list[KnownValue]:
+    return [KnownValue(predicate=p, object=o) for p, o in pairs]
+
+
+def test_a_part_of_the_one_held_value_is_that_value() -> None:
+    out = named_as_held(
+        [fact("family_member", "husband"), fact("pet", "mochi", Polarity.NEGATED)],
+        held(("family_member", "husband kwame"), ("pet", "cat mochi")),
+    )
+    assert [(f.object, f.polarity) for f in out] == [
+        ("husband kwame", Polarity.AFFIRMED),
+        ("cat mochi", Polarity.NEGATED),
+    ]
+    assert out[0].text == "family_member husband kwame"
+
+
+def test_a_part_two_held_values_share_stays_as_said() -> None:
+    two_sisters = held(("family_member", "sister ana"), ("family_member", "sister bea"))
+    out = named_as_held([fact("family_member", "sister")], two_sisters)
+    assert out[0].object == "sister"
+
+
+def test_a_part_the_turn_names_in_full_stays_as_said() -> None:
+    facts = [fact("family_member", "sister"), fact("family_member", "sister bea")]
+    out = named_as_held(facts, held(("family_member", "sister ana")))
+    assert [f.object for f in out] == ["sister", "sister bea"]
+
+
+def test_a_value_of_another_predicate_is_never_widened() -> None:
+    out = named_as_held([fact("hobby", "darts")], held(("hobby", "darts league")))
+    assert out[0].object == "darts"
+
+
+@pytest.mark.parametrize(
+    ("said", "one_form"),
+    [
+        ("Mum", "mother"),
+        ("my mom", "mother"),
+        ("mam", "mother"),
+        ("our boy Elie", "son elie"),
+        ("my girl Ava", "daughter ava"),
+        ("old man", "father"),
+        ("nan", "grandmother"),
+        ("grandad Joe", "grandfather joe"),
+        ("hubby", "husband"),
+        ("mums", "mothers"),
+        ("mum, sheila", "mother, sheila"),
+        ("momentum", "momentum"),
+    ],
+)
+def test_a_relation_has_one_form(said: str, one_form: str) -> None:
+    assert default_vocabulary().spec("family_member").normalise(said) == one_form
+
+
+def test_relations_said_two_ways_are_one_value() -> None:
+    spec = default_vocabulary().spec("family_member")
+    assert spec.same_value("mum", "mother")
+    assert spec.same_value("boy elie", "son elie")
+    assert spec.same_value("mums", "mum")
+    assert not spec.same_value("mother", "father")
