@@ -28,6 +28,7 @@ from pipelines.extract.context import (
     turn_topic,
 )
 from pipelines.extract.endings import endings
+from pipelines.extract.extras import offered_extras
 from pipelines.extract.fragments import evaluation_candidates, fragment_candidates
 from pipelines.extract.learned.facts import SURE_TAG_SCORE, combine, learned_fact
 from pipelines.extract.naming import named_as_held, named_beside
@@ -199,6 +200,8 @@ class FactExtractor:
                     for t, src in _as_offered(found, context.offers)
                 ]
                 results[i] = combine(own, results[i])
+            if event.role is Role.AGENT and i in docs:
+                results[i] += offered_extras(event, docs[i], results[i])
             # Only an offer made as a question is accepted by a yes; a yes after an
             # agent's statement ("Thursday at 11am then." - "Yes.") acknowledges it.
             # After the tagger's facts are combined, which keep only the rules'
