@@ -488,8 +488,12 @@ def _refers(piece: str, match: re.Match[str], cue: _Cue, answer: bool) -> bool:
     return answer and not said
 
 
-def _one_named(text: str, pool: Sequence[KnownValue]) -> list[KnownValue]:
+def named_in(text: str, pool: Sequence[KnownValue]) -> list[KnownValue]:
+    """The held value ``text`` names (``_best``): one, or none when it is unclear."""
     return _best(set(_words(text)), pool) if text else []
+
+
+_one_named = named_in
 
 
 def _best(words: set[str], pool: Sequence[KnownValue]) -> list[KnownValue]:

@@ -46,6 +46,7 @@ from pipelines.extract.possession import (
     names_someone_else,
     users_own,
 )
+from pipelines.extract.restated import asked_after
 from pipelines.extract.scope import describes_offering, on_the_way, tells_of_the_past
 from pipelines.extract.spans import (
     clean_tagger_spans,
@@ -202,6 +203,7 @@ class FactExtractor:
                 results[i] = combine(own, results[i])
             if event.role is Role.AGENT and i in docs:
                 results[i] += offered_extras(event, docs[i], results[i])
+                results[i] += asked_after(event, results[i], context.known)
             # Only an offer made as a question is accepted by a yes; a yes after an
             # agent's statement ("Thursday at 11am then." - "Yes.") acknowledges it.
             # After the tagger's facts are combined, which keep only the rules'
