@@ -118,7 +118,11 @@ _PRODUCT_FILLER = frozenset(
 _LEADING_DETERMINERS = re.compile(r"^(?:(?:a|an|the|my|our|some|to|in|at)\s+)+")
 _SPELLINGS = {"fibre": "fiber", "colour": "color", "centre": "center", "favourite": "favorite"}
 _NUMBER = re.compile(r"\d+(?:[.,]\d+)?")
-_CLOCK = re.compile(r"\b(\d{1,2})(?::(\d{2}))?\s*([ap])\.?\s*m\b\.?")
+_CLOCK = re.compile(r"\b(\d{1,2})(?:[:.]([0-5]\d))?\s*([ap])\.?\s*m\b\.?")
+# "10.45" is a clock time in British usage, "10:45" (a date's "12.05.2026" is not).
+_DOTTED_CLOCK = re.compile(r"(?<![\d.])(\d{1,2})\.([0-5]\d)(?![\d.])")
+# Words that soften a time without changing it: "around 8am" is "8am".
+_ABOUT = re.compile(r"\b(?:around|about|approximately|approx\.?|roughly|circa)\s+(?=\d)")
 _PUNCT_ENDS = " .,!?;:\"'()[]{}"
 MAX_VALUE_CHARS = 200
 
@@ -195,6 +199,9 @@ def normalise_datetime(text: str) -> str:
     if iso is not None:
         return iso
     value = _CLOCK.sub(clock, spoken_clock(text.casefold()))
+    value = _ABOUT.sub("", _DOTTED_CLOCK.sub(r"\1:\2", value))
+    # "Friday 16th, evening" is one window: its parts need no comma.
+    value = re.sub(r"\s*,\s*", " ", value.strip(_PUNCT_ENDS))
     # "Monday at 2pm" is one window, "monday 2pm".
     value = re.sub(
         r"\s+(?:at|@)\s+(?=\d|(?:" + "|".join(_DAY_PARTS) + r")\b)", " ", value.strip(_PUNCT_ENDS)

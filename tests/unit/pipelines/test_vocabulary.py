@@ -53,6 +53,12 @@ def test_ttl_classes() -> None:
         ("appointment_time", "next Thursdays", "thursday"),
         ("appointment_time", "2:00 p.m.", "2pm"),
         ("appointment_time", "9:30 am", "9:30am"),
+        # A dotted clock, a comma between a window's parts and "around" are spellings.
+        ("appointment_time", "Thursday 22nd at 2.15pm", "thursday 22nd 2:15pm"),
+        ("appointment_time", "at 10.45", "10:45"),
+        ("travel_time", "Friday 16th, evening", "friday 16th evening"),
+        ("appointment_time", "Friday the 19th, around 8am", "friday 19th 8am"),
+        ("travel_time", "12.05.2026", "12.05.2026"),
         # A day beside its month is a plain number; alone, "15th" is no hour.
         ("travel_time", "the 28th of August", "28 august"),
         ("travel_time", "March 14th", "march 14"),
