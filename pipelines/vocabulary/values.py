@@ -116,6 +116,13 @@ _PRODUCT_FILLER = frozenset(
     | {"subscription", "contract", "tier", "broadband", "internet", "service", "speed"}
 )
 _LEADING_DETERMINERS = re.compile(r"^(?:(?:a|an|the|my|our|some|to|in|at)\s+)+")
+# Words that end a sentence, not a value: discourse particles of many Englishes
+# ("charge nurse pala", "farm technician noo", "bland food sha") and adverbs of
+# time ("teacher now", "vegan already").
+_TRAILING_PARTICLES = re.compile(
+    r"(?:\s+(?:(?:for\s+)?now|noo|already|anymore|again|too|pala|na|po|sha|o|lah|lor|leh|la|sia|yaar"
+    r"|da|innit|tho|tbh|fr|ngl|lol|haha|hehe|bro|mate|eh|ae|ya|like))+$"
+)
 _SPELLINGS = {"fibre": "fiber", "colour": "color", "centre": "center", "favourite": "favorite"}
 _NUMBER = re.compile(r"\d+(?:[.,]\d+)?")
 _CLOCK = re.compile(r"\b(\d{1,2})(?:[:.]([0-5]\d))?\s*([ap])\.?\s*m\b\.?")
@@ -149,7 +156,8 @@ def _singular(word: str) -> str:
 def normalise_text(text: str) -> str:
     """Lower case, single spaces, no determiner in front, no punctuation at the ends."""
     value = _squash(text.casefold()).strip(_PUNCT_ENDS)
-    return _LEADING_DETERMINERS.sub("", value).strip(_PUNCT_ENDS)
+    value = _TRAILING_PARTICLES.sub("", _LEADING_DETERMINERS.sub("", value).strip(_PUNCT_ENDS))
+    return value.strip(_PUNCT_ENDS)
 
 
 def normalise_phone(text: str) -> str:
@@ -166,7 +174,7 @@ def normalise_email(text: str) -> str:
 def normalise_place(text: str) -> str:
     """Lower case, single spaces, ', ' between parts, no leading 'the/to/in/at'."""
     value = re.sub(r"\s*,\s*", ", ", _squash(text.casefold())).strip(_PUNCT_ENDS)
-    return re.sub(r"^(?:the|to|in|at|near)\s+", "", value)
+    return _TRAILING_PARTICLES.sub("", re.sub(r"^(?:the|to|in|at|near)\s+", "", value))
 
 
 def normalise_address(text: str) -> str:

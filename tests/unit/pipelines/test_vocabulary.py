@@ -53,6 +53,13 @@ def test_ttl_classes() -> None:
         ("appointment_time", "next Thursdays", "thursday"),
         ("appointment_time", "2:00 p.m.", "2pm"),
         ("appointment_time", "9:30 am", "9:30am"),
+        # A particle or an adverb of time ends the sentence, not the value.
+        ("occupation", "farm technician noo", "farm technician"),
+        ("occupation", "charge nurse pala", "charge nurse"),
+        ("likes", "bland food sha", "bland food"),
+        ("payment_method", "direct debit for now", "direct debit"),
+        ("lives_in", "Dublin now", "dublin"),
+        ("hobby", "la la land", "la la land"),
         # A dotted clock, a comma between a window's parts and "around" are spellings.
         ("appointment_time", "Thursday 22nd at 2.15pm", "thursday 22nd 2:15pm"),
         ("appointment_time", "at 10.45", "10:45"),
