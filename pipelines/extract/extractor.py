@@ -32,6 +32,7 @@ from pipelines.extract.extras import offered_extras
 from pipelines.extract.fragments import evaluation_candidates, fragment_candidates
 from pipelines.extract.learned.facts import SURE_TAG_SCORE, combine, learned_fact
 from pipelines.extract.naming import named_as_held, named_beside
+from pipelines.extract.plans import completed_plans
 from pipelines.extract.polarity import (
     SPAN_KEY,
     build_negex,
@@ -278,6 +279,7 @@ class FactExtractor:
         out: list[list[tuple[LearnedTriple, Span | None]]] = [[] for _ in pairs]
         for i, found in zip(english, triples, strict=True):
             scoped = [in_scope(t, docs.get(i)) for t in found if not is_aside(t, read_in(i, t))]
+            scoped = completed_plans(scoped, docs.get(i))
             if _hedged_alone(scoped, docs.get(i)):
                 scoped = [replace(t, hedged=True) for t in scoped]
             out[i] = [(t, _sentence(t, docs.get(i))) for t in scoped]
