@@ -481,10 +481,41 @@ _POSSESSIVE = re.compile(r"(?<=\w)'s\b|(?<=s)'(?!\w)")
 _ORDINAL_SUFFIX = re.compile(r"\b(\d{1,2})(?:st|nd|rd|th)\b")
 
 
+# A number in words is the number: "tenth wedding anniversary" = "10th
+# wedding anniversary", "two cats" = "2 cats".
+_NUMBER_WORDS = {
+    word: str(n)
+    for n, words in enumerate(
+        [
+            ("zero",),
+            ("one", "first"),
+            ("two", "second"),
+            ("three", "third"),
+            ("four", "fourth"),
+            ("five", "fifth"),
+            ("six", "sixth"),
+            ("seven", "seventh"),
+            ("eight", "eighth"),
+            ("nine", "ninth"),
+            ("ten", "tenth"),
+            ("eleven", "eleventh"),
+            ("twelve", "twelfth"),
+        ]
+    )
+    for word in words
+} | {
+    f"{tens}{suffix}": str(n)
+    for n, tens in ((20, "twent"), (30, "thirt"), (40, "fort"), (50, "fift"), (60, "sixt"))
+    for suffix in ("y", "ieth")
+}
+
+
 def text_key(value: str) -> str:
     """Free text's identity: its content words, stemmed, in any order."""
     plain = _ORDINAL_SUFFIX.sub(r"\1", _POSSESSIVE.sub("", value.casefold().replace("’", "'")))
-    words = [_stem(word) for word in _words(plain) if word not in _TEXT_FILLER]
+    words = [
+        _stem(_NUMBER_WORDS.get(word, word)) for word in _words(plain) if word not in _TEXT_FILLER
+    ]
     return " ".join(sorted(words)) if words else _token_key(value)
 
 

@@ -147,6 +147,11 @@ def test_values_have_one_canonical_form(predicate: str, said: str, canonical: st
         ("family_member", "daughter susan's", "daughter susan", True),
         ("event", "dad's 60th", "dad's 70th", False),
         ("event", "mum's party", "mum party 2", False),
+        # A number in words is the number.
+        ("event", "tenth wedding anniversary", "10th wedding anniversary", True),
+        ("event", "dad's sixtieth", "dad's 60th", True),
+        ("pet", "two cats", "2 cats", True),
+        ("event", "dad's sixtieth", "dad's 70th", False),
     ],
 )
 def test_surface_forms_of_one_value_are_the_same_value(
