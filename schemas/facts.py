@@ -74,6 +74,11 @@ class FactOrigin(TypedDict):
     event_ts: datetime
 
 
+def statement(predicate: str, value: str, polarity: Polarity = Polarity.AFFIRMED) -> str:
+    """A fact's text: "contact_channel NOT sms", "pet collie mot"."""
+    return f"{predicate} {'NOT ' if polarity is Polarity.NEGATED else ''}{value}"
+
+
 def origin(event: DialogueEvent | UserAction | CrmWebhook) -> FactOrigin:
     """Who said it, where and when: one place, so every extractor stamps a fact alike."""
     return FactOrigin(

@@ -6,7 +6,7 @@ import re
 
 from pipelines.vocabulary import default_vocabulary
 from schemas.events import CrmWebhook
-from schemas.facts import Assertor, ExtractedFact, origin
+from schemas.facts import Assertor, ExtractedFact, origin, statement
 from schemas.memory import Polarity
 
 SUBJECT = "user"
@@ -33,16 +33,17 @@ def extract_crm(webhook: CrmWebhook) -> list[ExtractedFact]:
         negated = cleared or vocab.names_negation(key)
         value = spec.normalise(str(raw))
         kind = spec.kind_of(value, negated=negated)
+        polarity = Polarity.NEGATED if negated else Polarity.AFFIRMED
         facts.append(
             ExtractedFact(
                 **origin(webhook),
                 subject=SUBJECT,
                 predicate=predicate,
                 object=value,
-                polarity=Polarity.NEGATED if negated else Polarity.AFFIRMED,
+                polarity=polarity,
                 kind=kind,
                 confidence=1.0,
-                text=f"{predicate} {'NOT ' if negated else ''}{value}",
+                text=statement(predicate, value, polarity),
                 asserted_by=Assertor.CRM,
                 authoritative=True,
                 is_update=change.old not in (None, ""),

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from pipelines.vocabulary import Negation, default_vocabulary
 from schemas._base import Frozen
 from schemas.events import DialogueEvent, Role
-from schemas.facts import Assertor, ExtractedFact, Span, origin
+from schemas.facts import Assertor, ExtractedFact, Span, origin, statement
 from schemas.memory import Polarity
 
 # A stated end commits like a rule's cued statement (learned/facts.py scale).
@@ -413,7 +413,11 @@ def _in_known_form(fact: ExtractedFact, known: Sequence[KnownValue]) -> Extracte
     whole = named[0].object
     # Ending a value the user holds is an update of it: the fact check would
     # otherwise hold it as a contradiction of that value.
-    update = {"object": whole, "text": f"{spec.name} NOT {whole}", "is_update": True}
+    update = {
+        "object": whole,
+        "text": statement(spec.name, whole, Polarity.NEGATED),
+        "is_update": True,
+    }
     return fact.model_copy(update=update)
 
 
@@ -532,7 +536,7 @@ def _negated(fact: ExtractedFact) -> ExtractedFact:
     update = {
         "polarity": Polarity.NEGATED,
         "kind": spec.kind_of(fact.object, negated=True),
-        "text": f"{spec.name} NOT {fact.object}",
+        "text": statement(spec.name, fact.object, Polarity.NEGATED),
         "is_update": True,
         "hedged": False,
         "confidence": max(fact.confidence, CONFIDENCE_ENDED),
@@ -556,7 +560,7 @@ def _ended_fact(event: DialogueEvent, end: _Ending) -> ExtractedFact:
         polarity=Polarity.NEGATED,
         kind=spec.kind_of(end.value, negated=True),
         confidence=CONFIDENCE_ENDED,
-        text=f"{spec.name} NOT {end.value}",
+        text=statement(spec.name, end.value, Polarity.NEGATED),
         is_update=True,
         source_span=source,
         fields={"ENDED": end.value},

@@ -62,7 +62,7 @@ from pipelines.parse.model import Intent, ParsedTurn
 from pipelines.parse.parser import DialogueParser, parsed_head
 from pipelines.vocabulary import TIME_TYPES, Negation, default_vocabulary
 from schemas.events import DialogueEvent, Role
-from schemas.facts import Assertor, ExtractedFact, Span, origin
+from schemas.facts import Assertor, ExtractedFact, Span, origin, statement
 from schemas.memory import MemoryKind, Polarity
 
 if TYPE_CHECKING:
@@ -365,7 +365,7 @@ class FactExtractor:
                     polarity=polarity,
                     kind=kind,
                     confidence=confidence,
-                    text=f"{cand.predicate} {'NOT ' if negated else ''}{cand.value}",
+                    text=statement(cand.predicate, cand.value, polarity),
                     intent=parsed.intent.value,
                     asserted_by=ASSERTORS[event.role],
                     hedged=hedged,
@@ -459,7 +459,7 @@ def _answered(
         polarity=polarity,
         kind=default_vocabulary().spec(offer.predicate).kind_of(offer.object, negated=negated),
         confidence=confidence,
-        text=f"{offer.predicate} {'NOT ' if negated else ''}{offer.object}",
+        text=statement(offer.predicate, offer.object, polarity),
         intent=parsed.intent.value,
         asserted_by=Assertor.USER,
         hedged=hedged,

@@ -20,7 +20,7 @@ from typing import Any
 
 from pipelines.vocabulary import default_vocabulary
 from schemas.events import DialogueEvent, Role
-from schemas.facts import Assertor, ExtractedFact, Span, origin
+from schemas.facts import Assertor, ExtractedFact, Span, origin, statement
 
 # An offer the agent could not state for sure: the user has not taken it yet.
 CONFIDENCE_OFFERED = 0.8
@@ -104,7 +104,7 @@ def offered_extras(
                 predicate=predicate,
                 object=value,
                 confidence=CONFIDENCE_OFFERED,
-                text=f"{predicate} {value}",
+                text=statement(predicate, value),
                 asserted_by=Assertor.AGENT,
                 source_span=Span(
                     label="SENTENCE", text=sent.text, start=sent.start_char, end=sent.end_char

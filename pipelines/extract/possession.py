@@ -25,7 +25,7 @@ from pipelines.extract.endings import KnownValue
 from pipelines.parse.parser import SENTENCE_END
 from pipelines.vocabulary import default_vocabulary
 from schemas.events import DialogueEvent, Role
-from schemas.facts import Assertor, ExtractedFact, origin
+from schemas.facts import Assertor, ExtractedFact, origin, statement
 from schemas.memory import Polarity
 
 # The nouns that introduce a value of each predicate (canonical names,
@@ -156,7 +156,7 @@ def named_in_answer(
         predicate=predicate,
         object=value,
         confidence=CONFIDENCE_NAMED,
-        text=f"{predicate} {value}",
+        text=statement(predicate, value),
         asserted_by=Assertor.USER,
         fields={"NAMED": value},
     )

@@ -20,7 +20,7 @@ from pipelines.extract.endings import KnownValue, named_in
 from pipelines.parse.parser import SENTENCE_END
 from pipelines.vocabulary import default_vocabulary
 from schemas.events import DialogueEvent, Role
-from schemas.facts import Assertor, ExtractedFact, origin
+from schemas.facts import Assertor, ExtractedFact, origin, statement
 from schemas.memory import Polarity
 
 # A restatement the user has not confirmed yet.
@@ -66,7 +66,7 @@ def asked_after(
                     polarity=polarity,
                     kind=spec.kind_of(value.object, negated=ended),
                     confidence=CONFIDENCE_RESTATED,
-                    text=f"{value.predicate} {'NOT ' if ended else ''}{value.object}",
+                    text=statement(value.predicate, value.object, polarity),
                     asserted_by=Assertor.AGENT,
                     fields={"RESTATED": value.object},
                 )

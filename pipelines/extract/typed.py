@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 from pipelines.vocabulary import Vocabulary, default_vocabulary
 from pipelines.vocabulary.values import MONTHS, WEEKDAYS, undated
-from schemas.facts import ExtractedFact
+from schemas.facts import ExtractedFact, statement
 from schemas.memory import Polarity
 
 _DAY_WORDS = frozenset({*WEEKDAYS, *MONTHS, "weekend", "weekday", "today", "tomorrow", "tonight"})
@@ -50,14 +50,10 @@ def _normalised(fact: ExtractedFact, vocab: Vocabulary) -> ExtractedFact:
     if predicate == fact.predicate and value == fact.object:
         return fact
     fields = {name: value if field == fact.object else field for name, field in fact.fields.items()}
-    statement = _statement(predicate, fact.polarity, value)
+    text = statement(predicate, value, fact.polarity)
     return fact.model_copy(
-        update={"predicate": predicate, "object": value, "text": statement, "fields": fields}
+        update={"predicate": predicate, "object": value, "text": text, "fields": fields}
     )
-
-
-def _statement(predicate: str, polarity: Polarity, value: str) -> str:
-    return f"{predicate} {'NOT ' if polarity is Polarity.NEGATED else ''}{value}"
 
 
 def window_part(value: str) -> str | None:
@@ -99,7 +95,7 @@ def _join_windows(facts: list[ExtractedFact], vocab: Vocabulary) -> list[Extract
         replace[first] = facts[first].model_copy(
             update={
                 "object": value,
-                "text": _statement(day.predicate, day.polarity, value),
+                "text": statement(day.predicate, value, day.polarity),
                 "confidence": min(day.confidence, clock.confidence),
                 "fields": {**clock.fields, **day.fields, "TIME": value},
             }

@@ -15,7 +15,7 @@ from pipelines.extract.learned.tagging import LearnedTriple
 from pipelines.parse.model import ParsedTurn
 from pipelines.vocabulary import default_vocabulary
 from schemas.events import DialogueEvent, Role
-from schemas.facts import Assertor, ExtractedFact, Span, origin
+from schemas.facts import Assertor, ExtractedFact, Span, origin, statement
 from schemas.memory import Polarity
 
 # On the review gate's scale (commit >= 0.82, pending >= 0.55): a confident tag
@@ -47,8 +47,8 @@ def learned_fact(
 ) -> ExtractedFact:
     """One tagged triple of ``event`` as a candidate fact about the user."""
     spec = default_vocabulary().spec(triple.predicate)
-    negated = triple.negated
-    kind = spec.kind_of(triple.obj, negated=negated)
+    polarity = Polarity.NEGATED if triple.negated else Polarity.AFFIRMED
+    kind = spec.kind_of(triple.obj, negated=triple.negated)
     if triple.hedged:
         confidence = CONFIDENCE_HEDGED
     elif triple.from_context:
@@ -61,10 +61,10 @@ def learned_fact(
         subject="user",
         predicate=spec.name,
         object=triple.obj,
-        polarity=Polarity.NEGATED if negated else Polarity.AFFIRMED,
+        polarity=polarity,
         kind=kind,
         confidence=confidence,
-        text=f"{spec.name} {'NOT ' if negated else ''}{triple.obj}",
+        text=statement(spec.name, triple.obj, polarity),
         intent=parsed.intent.value,
         asserted_by=_VOICES[event.role],
         hedged=triple.hedged,
