@@ -56,6 +56,7 @@ from pipelines.extract.spans import (
     with_gazetteer_places,
     with_gazetteer_times,
 )
+from pipelines.extract.staff import with_staff
 from pipelines.extract.typed import typed
 from pipelines.ner.tagger import MODEL_PATH, NerTagger
 from pipelines.parse.model import Intent, ParsedTurn
@@ -202,6 +203,7 @@ class FactExtractor:
                     for t, src in _as_offered(found, context.offers)
                 ]
                 results[i] = combine(own, results[i])
+            results[i] = with_staff(event, results[i])
             if event.role is Role.AGENT and i in docs:
                 results[i] += offered_extras(event, docs[i], results[i])
                 results[i] += asked_after(event, results[i], context.known)

@@ -102,7 +102,7 @@ def _name_beside(value: str, text: str) -> str | None:
         "(?:" + "|".join(re.escape(form) for form in kin_forms(w)) + ")" for w in words
     )
     for match in re.finditer(rf"(?<!\w){said}(?!\w)", text, re.IGNORECASE):
-        if any(w[0].isupper() and _is_name(w) for w in match.group(0).split()[1:]):
+        if any(w[0].isupper() and is_name(w) for w in match.group(0).split()[1:]):
             return None  # it is named in its own words ("my sister Ana")
         after = text[match.end() :]
         before = text[: match.start()]
@@ -117,11 +117,12 @@ def _name_beside(value: str, text: str) -> str | None:
                 else None
             )
         )
-        if found is not None and _is_name(found.group(1)):
+        if found is not None and is_name(found.group(1)):
             return found.group(1)
     return None
 
 
-def _is_name(word: str) -> bool:
+def is_name(word: str) -> bool:
+    """Whether a capitalised word can be a name: no pronoun, day, month or opener."""
     plain = word.strip(",.!?;:")
     return bool(plain) and plain.casefold() not in _NOT_NAMES
