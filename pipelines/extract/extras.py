@@ -90,7 +90,7 @@ def offered_extras(
             continue
         # "How about Tuesday at 10?" offers a time, which the turn's facts hold.
         if vocabulary.spec("appointment_time").problem(thing) is None or any(
-            f.object in thing for f in facts
+            set(f.object.split()) <= set(thing.split()) for f in facts
         ):
             continue
         predicate = "plan" if thing.split()[-1] in _PLAN_HEADS else "ordered"

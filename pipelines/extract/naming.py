@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from pipelines.extract.endings import KnownValue
 from pipelines.vocabulary import default_vocabulary
 from pipelines.vocabulary.values import MONTHS, WEEKDAYS, kin_forms
-from schemas.facts import ExtractedFact
+from schemas.facts import ExtractedFact, statement
 
 # A name: one capitalised word ("Mot", "Pickles", "O'Neill"); after "called" or
 # "named" also a lower-case one ("a little vira-lata called farofa").
@@ -36,7 +36,7 @@ _NOT_NAMES = frozenset(
     | {"no", "nah", "but", "and", "so", "then", "he", "she", "they", "we", "it", "its", "his"}
     | {"her", "my", "our", "the", "a", "an", "this", "that", "there", "just", "well", "anyway"}
     | {"lol", "haha", "mate", "love", "dear", "god", "christmas", "easter", "mum", "dad"}
-    | {word for word in (*WEEKDAYS, *MONTHS)}
+    | {*WEEKDAYS, *MONTHS}
 )
 # Between a kind and its name after a comma: a few words that describe it
 # ("a young collie working now, Mot"), none that opens a clause of its own.
@@ -89,8 +89,8 @@ def named_as_held(
 
 
 def _as(fact: ExtractedFact, value: str) -> ExtractedFact:
-    statement = fact.text.replace(fact.object, value) if fact.object in fact.text else fact.text
-    return fact.model_copy(update={"object": value, "text": statement})
+    text = statement(fact.predicate, value, fact.polarity)
+    return fact.model_copy(update={"object": value, "text": text})
 
 
 def _name_beside(value: str, text: str) -> str | None:
