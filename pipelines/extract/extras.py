@@ -18,9 +18,10 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from pipelines.extract.typed import stated
 from pipelines.vocabulary import default_vocabulary
 from schemas.events import DialogueEvent, Role
-from schemas.facts import Assertor, ExtractedFact, Span, origin, statement
+from schemas.facts import Assertor, ExtractedFact, Span
 
 # An offer the agent could not state for sure: the user has not taken it yet.
 CONFIDENCE_OFFERED = 0.8
@@ -97,19 +98,16 @@ def offered_extras(
         value = vocabulary.spec(predicate).normalise(thing)
         if not value or vocabulary.spec(predicate).problem(value) is not None:
             continue
+        sentence = Span(label="SENTENCE", text=sent.text, start=sent.start_char, end=sent.end_char)
         out.append(
-            ExtractedFact(
-                **origin(event),
-                subject="user",
-                predicate=predicate,
-                object=value,
-                confidence=CONFIDENCE_OFFERED,
-                text=statement(predicate, value),
+            stated(
+                event,
+                predicate,
+                value,
                 asserted_by=Assertor.AGENT,
-                source_span=Span(
-                    label="SENTENCE", text=sent.text, start=sent.start_char, end=sent.end_char
-                ),
-                fields={"OFFERED": value},
+                confidence=CONFIDENCE_OFFERED,
+                field="OFFERED",
+                source_span=sentence,
             )
         )
     return out

@@ -22,10 +22,11 @@ import re
 from collections.abc import Sequence
 
 from pipelines.extract.endings import KnownValue
+from pipelines.extract.typed import stated
 from pipelines.parse.parser import SENTENCE_END
 from pipelines.vocabulary import default_vocabulary
 from schemas.events import DialogueEvent, Role
-from schemas.facts import Assertor, ExtractedFact, origin, statement
+from schemas.facts import Assertor, ExtractedFact
 from schemas.memory import Polarity
 
 # The nouns that introduce a value of each predicate (canonical names,
@@ -150,15 +151,13 @@ def named_in_answer(
         return list(facts)
     kind, predicate = referent.object, referent.predicate
     value = f"{kind} {name}"
-    named = ExtractedFact(
-        **origin(event),
-        subject="user",
-        predicate=predicate,
-        object=value,
-        confidence=CONFIDENCE_NAMED,
-        text=statement(predicate, value),
+    named = stated(
+        event,
+        predicate,
+        value,
         asserted_by=Assertor.USER,
-        fields={"NAMED": value},
+        confidence=CONFIDENCE_NAMED,
+        field="NAMED",
     )
     kept = [f for f in facts if f.object != name and not (f in own and f.object == kind)]
     return [*kept, named]

@@ -17,10 +17,11 @@ import re
 from collections.abc import Sequence
 
 from pipelines.extract.endings import KnownValue, named_in
+from pipelines.extract.typed import stated
 from pipelines.parse.parser import SENTENCE_END
 from pipelines.vocabulary import default_vocabulary
 from schemas.events import DialogueEvent, Role
-from schemas.facts import Assertor, ExtractedFact, origin, statement
+from schemas.facts import Assertor, ExtractedFact
 from schemas.memory import Polarity
 
 # A restatement the user has not confirmed yet.
@@ -43,7 +44,7 @@ def asked_after(
     if event.role is not Role.AGENT or not known:
         return []
     vocabulary = default_vocabulary()
-    stated = {(vocabulary.canonical(f.predicate), f.object) for f in facts}
+    said = {(vocabulary.canonical(f.predicate), f.object) for f in facts}
     out: list[ExtractedFact] = []
     for sentence in SENTENCE_END.split(event.text):
         ended = bool(_NO_MORE.search(sentence))
@@ -52,23 +53,18 @@ def asked_after(
         # The cue's own words name nothing: "Back on the gigs?" is not "back operation".
         asked = _NO_MORE.sub(" ", _STILL.sub(" ", sentence))
         for value in named_in(asked, known):
-            if (value.predicate, value.object) in stated:
+            if (value.predicate, value.object) in said:
                 continue
-            stated.add((value.predicate, value.object))
-            polarity = Polarity.NEGATED if ended else Polarity.AFFIRMED
-            spec = vocabulary.spec(value.predicate)
+            said.add((value.predicate, value.object))
             out.append(
-                ExtractedFact(
-                    **origin(event),
-                    subject="user",
-                    predicate=value.predicate,
-                    object=value.object,
-                    polarity=polarity,
-                    kind=spec.kind_of(value.object, negated=ended),
-                    confidence=CONFIDENCE_RESTATED,
-                    text=statement(value.predicate, value.object, polarity),
+                stated(
+                    event,
+                    value.predicate,
+                    value.object,
                     asserted_by=Assertor.AGENT,
-                    fields={"RESTATED": value.object},
+                    confidence=CONFIDENCE_RESTATED,
+                    field="RESTATED",
+                    polarity=Polarity.NEGATED if ended else Polarity.AFFIRMED,
                 )
             )
     return out

@@ -16,8 +16,9 @@ from __future__ import annotations
 import re
 
 from pipelines.extract.naming import is_name
+from pipelines.extract.typed import stated
 from schemas.events import DialogueEvent, Role
-from schemas.facts import Assertor, ExtractedFact, origin, statement
+from schemas.facts import Assertor, ExtractedFact
 
 # As sure as a stated value; an agent's offer stays the agent's until a yes.
 CONFIDENCE_ASKED = 0.86
@@ -64,15 +65,13 @@ def with_staff(event: DialogueEvent, facts: list[ExtractedFact]) -> list[Extract
                 continue
             held.add(person)
             found.append(
-                ExtractedFact(
-                    **origin(event),
-                    subject="user",
-                    predicate="preferred_staff",
-                    object=person,
-                    confidence=CONFIDENCE_ASKED,
-                    text=statement("preferred_staff", person),
+                stated(
+                    event,
+                    "preferred_staff",
+                    person,
                     asserted_by=voice,
-                    fields={"PERSON": person},
+                    confidence=CONFIDENCE_ASKED,
+                    field="PERSON",
                 )
             )
     if not found:

@@ -14,12 +14,41 @@ from collections.abc import Sequence
 
 from pipelines.vocabulary import Vocabulary, default_vocabulary
 from pipelines.vocabulary.values import MONTHS, WEEKDAYS, undated
-from schemas.facts import ExtractedFact, statement
+from schemas.events import DialogueEvent
+from schemas.facts import Assertor, ExtractedFact, Span, origin, statement
 from schemas.memory import Polarity
 
 _DAY_WORDS = frozenset({*WEEKDAYS, *MONTHS, "weekend", "weekday", "today", "tomorrow", "tonight"})
 _DAY_PATTERN = re.compile(r"\d{1,2}(?:st|nd|rd|th)\b|\d{4}-\d{2}-\d{2}")
 _CLOCK_PATTERN = re.compile(r"\b\d{1,2}(?::\d{2})?(?:am|pm)?\b|\b(?:noon|midday|midnight)\b")
+
+
+def stated(
+    event: DialogueEvent,
+    predicate: str,
+    value: str,
+    *,
+    asserted_by: Assertor,
+    confidence: float,
+    field: str,
+    polarity: Polarity = Polarity.AFFIRMED,
+    source_span: Span | None = None,
+) -> ExtractedFact:
+    """A value a step reads from ``event`` about the user, kind and text from the vocabulary."""
+    negated = polarity is Polarity.NEGATED
+    return ExtractedFact(
+        **origin(event),
+        subject="user",
+        predicate=predicate,
+        object=value,
+        polarity=polarity,
+        kind=default_vocabulary().spec(predicate).kind_of(value, negated=negated),
+        confidence=confidence,
+        text=statement(predicate, value, polarity),
+        asserted_by=asserted_by,
+        source_span=source_span,
+        fields={field: value},
+    )
 
 
 def typed(
