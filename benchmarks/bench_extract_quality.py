@@ -65,6 +65,7 @@ BLIND_SPLITS = (
     *("friends_o", "cs_meadow"),  # stop 32
     *("friends_p", "cs_orchard"),  # stop 33
     *("friends_q", "cs_quarry"),  # stop 34
+    *("friends_r", "cs_ridge"),  # stop 35
 )
 # Which LongMemEval questions the natural-dialogue compression samples.
 NATURAL_SEED = 29
