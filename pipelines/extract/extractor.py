@@ -28,10 +28,11 @@ from pipelines.extract.context import (
     turn_topic,
 )
 from pipelines.extract.endings import endings
+from pipelines.extract.events import dated_events, moved_events
 from pipelines.extract.extras import offered_extras
 from pipelines.extract.fragments import evaluation_candidates, fragment_candidates
 from pipelines.extract.learned.facts import SURE_TAG_SCORE, combine, learned_fact
-from pipelines.extract.naming import named_as_held, named_beside
+from pipelines.extract.naming import named_as_held, named_beside, named_pets
 from pipelines.extract.plans import completed_plans
 from pipelines.extract.polarity import (
     SPAN_KEY,
@@ -220,10 +221,14 @@ class FactExtractor:
                 results[i] += self._confirmed(event, parsed, results[i], context)
             if event.role is Role.USER and context.agent_asked and is_refusal(event.text):
                 results[i] += _refused(event, parsed, results[i], context)
+            if i in docs:
+                results[i] = dated_events(event, docs[i], results[i])
+            results[i] = moved_events(event, results[i], context.known, context.last_text)
             results[i] = endings(event, results[i], context.known, context.last_text)
             results[i] = users_own(typed(results[i]), event.text, context.last_text)
             results[i] = named_in_answer(event, results[i], context.known, context.last_text)
-            results[i] = named_as_held(named_beside(results[i], event.text), context.known)
+            results[i] = named_pets(named_beside(results[i], event.text), event.text)
+            results[i] = named_as_held(results[i], context.known)
             results[i] = [f for f in results[i] if not names_someone_else(f, context.known)]
             # The topic a turn sets is that of the times it stated, else its first cue:
             # "I can't come on Monday, I'm travelling" stays about the appointment.

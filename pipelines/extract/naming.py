@@ -13,6 +13,12 @@ The tagger finds the part it sees. ``named_beside`` joins a kind to the name
 said beside it in the same sentence; ``named_as_held`` gives a part the one
 held value it names, so the turn states that value in its one form, as the
 version chain already reads it (``PredicateSpec.names_part_of``).
+
+A pet is often named a clause later ("a cat now... Grey cat, she named him
+Smokey"), or said by its name with its kind beside it ("my dog Sardine",
+"Bella the staffie", "Frijol is a chihuahua"). ``named_pets`` reads both with
+the kinds of animal people keep (``PET_KINDS`` in
+``pipelines/vocabulary/values.py``) and keeps one value for each pet named.
 """
 
 from __future__ import annotations
@@ -22,7 +28,7 @@ from collections.abc import Sequence
 
 from pipelines.extract.endings import KnownValue
 from pipelines.vocabulary import default_vocabulary
-from pipelines.vocabulary.values import MONTHS, WEEKDAYS, kin_forms
+from pipelines.vocabulary.values import MONTHS, PET_KINDS, WEEKDAYS, is_pet_kind, kin_forms
 from schemas.facts import ExtractedFact, statement
 
 # A name: one capitalised word ("Mot", "Pickles", "O'Neill"); after "called" or
@@ -57,6 +63,31 @@ def named_beside(facts: Sequence[ExtractedFact], text: str) -> list[ExtractedFac
             continue
         value = spec.normalise(f"{fact.object} {name}")
         out.append(_as(fact, value))
+    return out
+
+
+def named_pets(facts: Sequence[ExtractedFact], text: str) -> list[ExtractedFact]:
+    """``facts`` with each pet read as its kind and its name, one value per pet named.
+
+    A kind takes the name given to it later in the turn ("named him Smokey");
+    a name takes the kind said beside it ("my dog Sardine"). Of two values
+    that name one pet in one polarity ("cat" and "grey cat" before "she named
+    him Smokey"), the first stays.
+    """
+    spec = default_vocabulary().spec("pet")
+    out = []
+    seen: set[tuple[str, str]] = set()
+    for fact in facts:
+        if default_vocabulary().canonical(fact.predicate) != "pet":
+            out.append(fact)
+            continue
+        value = _pet_named(fact.object, text, facts)
+        name = _pet_name_part(value)
+        if name and (name, fact.polarity.value) in seen:
+            continue
+        if name:
+            seen.add((name, fact.polarity.value))
+        out.append(fact if value == fact.object else _as(fact, spec.normalise(value)))
     return out
 
 
@@ -126,3 +157,133 @@ def is_name(word: str) -> bool:
     """Whether a capitalised word can be a name: no pronoun, day, month or opener."""
     plain = word.strip(",.!?;:")
     return bool(plain) and plain.casefold() not in _NOT_NAMES
+
+
+# Colours said just before a pet's kind are part of how it is told apart
+# ("a ginger tom", "my black lab").
+_COLOURS = frozenset(
+    {"ginger", "grey", "gray", "black", "white", "orange", "brown", "chocolate", "yellow"}
+    | {"red", "cream", "tan", "silver", "tortoiseshell", "tortie", "tuxedo", "brindle", "merle"}
+)
+# A kind read beside a name: a run of kind words with the colour before it and
+# "cross"/"mix" after it ("a collie cross", "a terrier mix").
+_KIND_TAIL = frozenset({"cross", "mix"})
+# A name given to a pet said before it: "she named him Smokey", "called her Nugget".
+_GIVEN = re.compile(
+    rf"\b(?i:call|calls|called|name|names|named)\s+(?i:him|her|it|them\s+)?\s*({_ANY_CASE}){_AFTER}"
+)
+_NAME_AFTER_KIND = re.compile(rf"\s+({_CAPITAL}){_AFTER}")
+
+
+def _pet_named(value: str, text: str, facts: Sequence[ExtractedFact]) -> str:
+    """``value`` with the part it lacks: the name given to its kind, or the kind beside its name."""
+    words = value.split()
+    if not words:
+        return value
+    if is_pet_kind(words[-1]):
+        name = _name_given(value, text)
+        # Another value holding the name with a kind of its own is that pet;
+        # one holding the name alone is this one, said in part.
+        taken = name is not None and any(
+            name.casefold() in f.object.split() and any(is_pet_kind(w) for w in f.object.split())
+            for f in facts
+        )
+        return f"{value} {name}" if name is not None and not taken else value
+    if not any(is_pet_kind(w) for w in words) and len(words) <= 2:
+        # "German" of "German shepherd": the tagger's span ended inside the kind.
+        following = re.search(rf"(?<!\w){re.escape(value)}\s+([^\W\d_]+)", text, re.IGNORECASE)
+        if following is not None and f"{value} {following.group(1)}".casefold() in PET_KINDS:
+            return f"{value} {following.group(1)}".casefold()
+        kind = _kind_beside(value, text)
+        return f"{kind} {value}" if kind else value
+    return value
+
+
+def _pet_name_part(value: str) -> str:
+    """The words after a pet's kind, its name ('grey cat smokey' -> 'smokey'); all if no kind."""
+    words = value.casefold().split()
+    last_kind = max((i for i, w in enumerate(words) if is_pet_kind(w)), default=-1)
+    return " ".join(words[last_kind + 1 :])
+
+
+def _name_given(value: str, text: str) -> str | None:
+    """The name given to the pet ``value`` names, later in its sentence or the next one."""
+    said = r"\s+".join(re.escape(w) for w in value.split())
+    for match in re.finditer(rf"(?<!\w){said}(?!\w)", text, re.IGNORECASE):
+        after = text[match.end() :]
+        direct = _NAME_AFTER_KIND.match(after)
+        if direct is not None and is_name(direct.group(1)):
+            return direct.group(1)
+        # Up to the end of the next sentence: "a cat now. Simi begged. Grey
+        # cat, she named him Smokey" names the cat of the first.
+        window = re.match(r"[^.!?\n]*[.!?\n]*[^.!?\n]*[.!?\n]*[^.!?\n]*", after)
+        given = _GIVEN.search(window.group(0) if window else after)
+        if given is not None and is_name(given.group(1)):
+            return given.group(1)
+    return None
+
+
+def _kind_beside(name: str, text: str) -> str | None:
+    """The kind said beside the pet called ``name``: "my dog Sardine", "Bella the staffie"."""
+    for match in re.finditer(rf"(?<!\w){re.escape(name)}(?!\w)", text, re.IGNORECASE):
+        before = re.findall(r"[^\W\d_]+(?:-[^\W\d_]+)?", text[: match.start()])
+        kind = _kind_ending(before)
+        if kind is None:
+            given = re.search(
+                r"((?:[^\W\d_]+\s+){1,3})(?:\w+\s+){0,4}?(?:called|named)\s+"
+                r"(?:(?:him|her|it)\s+)?$",
+                text[: match.start()],
+                re.IGNORECASE,
+            )
+            kind = _kind_ending(given.group(1).split()) if given else None
+        if kind is None:
+            after = re.match(
+                r"(?:\s+the|,\s+(?:my|our|a|an|the|me)|\s+(?:is|was|'s)\s+(?:a|an|my|our))"
+                r"((?:\s+[^\W\d_]+){1,4})",
+                text[match.end() :],
+                re.IGNORECASE,
+            )
+            kind = _kind_starting(after.group(1).split()) if after else None
+        if kind is not None:
+            return kind
+    return None
+
+
+def _kind_ending(words: Sequence[str]) -> str | None:
+    """The kind that ``words`` end with ("... my black lab" -> 'black lab'), if any."""
+    run: list[str] = []
+    for word in reversed([w.casefold() for w in words]):
+        kind_word = is_pet_kind(word) or (bool(run) and f"{word} {run[0]}" in PET_KINDS)
+        if kind_word or (run and word in _COLOURS) or (not run and word in _KIND_TAIL):
+            run.insert(0, word)
+            continue
+        break
+    return " ".join(run) if any(is_pet_kind(w) for w in run) else None
+
+
+def _kind_starting(words: Sequence[str]) -> str | None:
+    """The kind ``words`` open with, past a few words about size or age ('wee ginger tom')."""
+    lowered = [w.casefold() for w in words]
+    start = next(
+        (
+            i
+            for i, w in enumerate(lowered)
+            if is_pet_kind(w) or w in _COLOURS or " ".join(lowered[i : i + 2]) in PET_KINDS
+        ),
+        None,
+    )
+    if start is None:
+        return None
+    run: list[str] = []
+    for n, word in enumerate(lowered[start:], start):
+        two = " ".join(lowered[n : n + 2])
+        if (
+            is_pet_kind(word)
+            or two in PET_KINDS
+            or word in _COLOURS
+            or (run and word in _KIND_TAIL)
+        ):
+            run.append(word)
+            continue
+        break
+    return " ".join(run) if any(is_pet_kind(w) for w in run) else None

@@ -155,7 +155,7 @@ HEDGES = re.compile(
     r"not certain|could work|could be|sometime|i'd say|if possible|or so|"
     # Everyday tentative phrasing (general English usage, not from any split's errors).
     r"hopefully|tentatively|potentially|i believe|i reckon|depends|depending on|let's say|"
-    r"pencil (?:me|it|us) in|if needed|if necessary|if need be|could do|not 100|"
+    r"pencil (?:me|it|us) in|pencil(?:l)?ed in|if needed|if necessary|if need be|could do|not 100|"
     # Undecided plans (LABELLING.md: a hedge is "the speaker is unsure"): a choice
     # still being weighed is not yet the speaker's fact.
     r"thinking (?:about|of)|considering|toying with|wondering (?:if|whether|about)|"
@@ -189,7 +189,8 @@ HEDGES = re.compile(
 UPDATES = re.compile(
     r"\b(?:(?<!right )(?<!for )now|no longer|anymore|any more|changed?|(?:my|the|our) new"
     r"|update[sd]?|(?:move|moved|switch|switched|change)\b[^.!?]{0,30}\bto|instead"
-    r"|after all|from now on)\b",
+    r"|after all|from now on|postponed|rescheduled|pushed (?:it |us |me )?back"
+    r"|brought (?:it |us |me )?forward)\b",
     re.IGNORECASE,
 )
 # Dependency labels walked from a span up to the verb that governs it.

@@ -416,6 +416,62 @@ def normalise_relative(text: str) -> str:
     return _KIN_FRONT.sub(lambda m: KIN_WORDS[m.group(1)], value, count=1)
 
 
+# The kinds of animal people keep: species and the common breeds and
+# crosses, so a pet's value reads as its kind and its name ("a wee labrador
+# pup, Nugget" is a labrador called Nugget), however the turn describes it.
+PET_KINDS = frozenset(
+    {"dog", "cat", "kitten", "puppy", "pup", "rabbit", "bunny", "hamster", "gerbil", "ferret"}
+    | {"guinea pig", "rat", "mouse", "chinchilla", "hedgehog", "budgie", "parrot", "cockatiel"}
+    | {"canary", "finch", "lovebird", "chicken", "hen", "duck", "goose", "goat", "sheep", "pig"}
+    | {"horse", "pony", "mare", "gelding", "cob", "donkey", "tortoise", "turtle", "snake"}
+    | {"python", "gecko", "leopard gecko", "lizard", "bearded dragon", "iguana", "axolotl"}
+    | {"frog", "fish", "goldfish", "tarantula", "cow", "alpaca", "llama"}
+    | {"labrador", "lab", "retriever", "golden retriever", "collie", "border collie"}
+    | {"sheepdog", "spaniel", "springer", "springer spaniel", "cocker spaniel", "cocker"}
+    | {"terrier", "border terrier", "jack russell", "westie", "yorkie", "staffie", "staffy"}
+    | {"bulldog", "french bulldog", "frenchie", "pug", "beagle", "dachshund", "sausage dog"}
+    | {"poodle", "cockapoo", "labradoodle", "cavapoo", "cavalier", "greyhound", "whippet"}
+    | {"lurcher", "husky", "samoyed", "corgi", "chihuahua", "shih tzu", "schnauzer"}
+    | {"rottweiler", "german shepherd", "alsatian", "shepherd", "pit bull", "pitbull", "pit"}
+    | {"boxer", "dalmatian", "doberman", "great dane", "mastiff", "kelpie", "huntaway"}
+    | {"heeler", "coonhound", "hound", "bloodhound", "basset", "mutt", "mongrel", "akita"}
+    | {"shiba", "tabby", "tom", "moggy", "moggie", "siamese", "persian", "ragdoll", "bengal"}
+    | {"maine coon", "sphynx", "shorthair", "heading dog", "indie", "aspin", "vira-lata"}
+)
+# A kind's last word names it ("shepherd", "collie"); "german" or "border"
+# alone names none.
+_PET_KIND_WORDS = frozenset(kind.split()[-1] for kind in PET_KINDS)
+# How big, old or loved a pet is, said before its kind: not part of the kind.
+_PET_DESCRIPTIONS = frozenset(
+    {"wee", "little", "lil", "young", "old", "tiny", "baby", "big", "fat", "scruffy", "new"}
+    | {"cute", "sweet", "daft", "lovely", "gorgeous", "beautiful", "mad", "crazy", "poor"}
+    | {"small", "huge", "giant", "chunky", "elderly", "adorable", "fluffy", "good"}
+)
+# Said after a kind, only the pet's age or sex: "a labrador pup", "a border
+# collie girl". A kitten stays one ("a ragdoll kitten"): the labels keep it.
+_PET_AGE_OR_SEX = frozenset({"pup", "puppy", "girl", "boy", "lad", "lass", "fella", "fellow"})
+
+
+def is_pet_kind(word: str) -> bool:
+    """Whether ``word`` names a kind of animal kept as a pet: 'collie', 'shepherd', not 'german'."""
+    return word.casefold() in _PET_KIND_WORDS
+
+
+def normalise_animal(text: str) -> str:
+    """A pet as its kind and name: 'our wee labrador pup Nugget' -> 'labrador nugget'."""
+    # "alsatian puppy, tiger": the comma only sets the name apart.
+    plain = normalise_text(text.replace(",", " "))
+    words = [w for w in plain.split() if w not in {"called", "named"}]
+    kept: list[str] = []
+    for word in words:
+        if word in _PET_DESCRIPTIONS and not kept:
+            continue
+        if word in _PET_AGE_OR_SEX and kept and kept[-1] in _PET_KIND_WORDS:
+            continue
+        kept.append(word)
+    return " ".join(kept) if kept else " ".join(words)
+
+
 def normalise_age(text: str) -> str:
     """'34 years old' -> '34'."""
     number = _NUMBER.search(text)
@@ -880,6 +936,13 @@ def _problem_channel(value: str) -> str | None:
     return f"a contact channel is one of {sorted(set(CHANNELS.values()))}"
 
 
+def _problem_animal(value: str) -> str | None:
+    # "little" or "old" alone, a tagger's piece of "scruffy little terrier", names no pet.
+    if value.split() and all(word in _PET_DESCRIPTIONS for word in value.split()):
+        return "a pet is its kind or its name, not only a word describing it"
+    return _problem_text(value)
+
+
 def _problem_product(value: str) -> str | None:
     # "the 30GB plan" is 30gb, "premium" a name; a number alone names no plan
     # ("I'm getting about 480 Mbps" read as plan = 480 measures a speed).
@@ -905,6 +968,7 @@ VALUE_TYPES: dict[str, ValueType] = {
     for t in (
         ValueType("text", normalise_text, text_key, _problem_text),
         ValueType("relative", normalise_relative, text_key, _problem_text),
+        ValueType("animal", normalise_animal, text_key, _problem_animal),
         ValueType("phone", normalise_phone, phone_key, _problem_phone, same_phone),
         ValueType("email", normalise_email, str, _problem_email),
         ValueType("address", normalise_address, _token_key, _problem_address, same_address),

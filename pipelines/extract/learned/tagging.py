@@ -310,13 +310,16 @@ def with_apostrophe(word: str) -> str:
 # "Objects"): "a beagle called Biscuit" -> ``beagle biscuit``; "my brother's
 # wedding is on 14 June" -> ``brother's wedding 14 june``.
 _NAMING_WORDS = frozenset({"called", "named"})
+# Types read as free text, said in parts and joined ("a cat ... called Pickle"):
+# a pet's ``animal`` type is text with its own normal form.
+_FREE_TEXT_TYPES = frozenset({"text", "animal"})
 _BEFORE_TIME_WORDS = frozenset({"on", "in", "at", "is", "the", "from"})
 
 
 def canonical(spec: PredicateSpec, text: str) -> str:
     """A span's value: the predicate type's normal form, free text without naming fillers."""
     value = spec.normalise(text)
-    if spec.type != "text":
+    if spec.type not in _FREE_TEXT_TYPES:
         return value
     words = [w for w in value.split() if w not in _NAMING_WORDS]
     kept: list[str] = []
@@ -454,7 +457,7 @@ def _place(
         found = _matches(spec, target, segment, taken)
         if found:
             return _Placed(gold, spec, [_span(segment, label, *found[0])], segment.from_context)
-    if (spec.type == "text" or spec.type in TIME_TYPES) and len(target.split()) > 1:
+    if (spec.type in _FREE_TEXT_TYPES or spec.type in TIME_TYPES) and len(target.split()) > 1:
         for segment in segments:
             parts = _place_two(spec, gold, target, segment, taken)
             if parts is not None:
@@ -671,7 +674,7 @@ def decode(
             score, last = min(score, n_span.score), n_last
             kinds |= time_kinds(n_raw)
             i += 1
-        if i < len(parts) and spec.type == "text" and parts[i][0] == in_context:
+        if i < len(parts) and spec.type in _FREE_TEXT_TYPES and parts[i][0] == in_context:
             # "a cat, her name is Pickle" tagged as two parts is one value (compose.py).
             _, n_first, n_last, n_span = parts[i]
             n_raw = text[tokens[n_first].start : tokens[n_last - 1].end]

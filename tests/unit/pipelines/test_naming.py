@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 import pytest
 
 from pipelines.extract.endings import KnownValue
-from pipelines.extract.naming import named_as_held, named_beside
+from pipelines.extract.naming import named_as_held, named_beside, named_pets
 from pipelines.vocabulary import default_vocabulary
 from schemas.facts import ExtractedFact
 from schemas.memory import Polarity
@@ -140,3 +140,47 @@ def test_relations_said_two_ways_are_one_value() -> None:
     assert spec.same_value("boy elie", "son elie")
     assert spec.same_value("mums", "mum")
     assert not spec.same_value("mother", "father")
+
+
+def pets(text: str, *values: str) -> list[str]:
+    return [f.object for f in named_pets([fact("pet", v) for v in values], text)]
+
+
+@pytest.mark.parametrize(
+    ("text", "said", "named"),
+    [
+        # the name given a clause or a sentence later
+        ("we have a cat now. Simi begged. Grey cat, she named him Smokey.", "cat", "cat smokey"),
+        (
+            "We've got a wee labrador pup now, Aroha named her Nugget.",
+            "wee labrador pup",
+            "labrador nugget",
+        ),
+        ("Budgie now an' all, Kev's idea. Called him Shearer.", "budgie", "budgie shearer"),
+        # the kind said beside the name
+        ("My dog Sardine is the boss of the house now.", "sardine", "dog sardine"),
+        ("an a've got Bella the staffie.", "bella", "staffie bella"),
+        ("Tango, our ginger tom, hates the rain.", "tango", "ginger tom tango"),
+        # a breed the tagger cut short
+        ("Did you get the German shepherd?", "german", "german shepherd"),
+    ],
+)
+def test_a_pet_is_read_as_kind_and_name(text: str, said: str, named: str) -> None:
+    assert pets(text, said) == [named]
+
+
+def test_one_pet_named_twice_is_one_value() -> None:
+    text = "We adopted a rescue cat instead, a black one, the girls named her Luna."
+    assert pets(text, "rescue cat", "luna") == ["rescue cat luna"]
+
+
+@pytest.mark.parametrize(
+    ("text", "said"),
+    [
+        ("We got a dog last week, and Mum loves him.", "dog"),
+        ("Mochi is so fat now.", "mochi"),
+        ("I named the file Report.", "cat"),
+    ],
+)
+def test_no_pet_name_or_kind_is_invented(text: str, said: str) -> None:
+    assert pets(text, said) == [said]

@@ -101,6 +101,10 @@ def test_ttl_classes() -> None:
         ("contact_channel", "by post", "letter"),
         ("door_code", " 45 12 ", "4512"),
         ("likes", "The spicy noodles!", "spicy noodles"),
+        ("pet", "our wee labrador pup Nugget", "labrador nugget"),
+        ("pet", "border collie girl, Rosie", "border collie rosie"),
+        ("pet", "a little rescue cat called Pwdin", "rescue cat pwdin"),
+        ("pet", "ginger kitten Suya", "ginger kitten suya"),
     ],
 )
 def test_values_have_one_canonical_form(predicate: str, said: str, canonical: str) -> None:
@@ -204,6 +208,8 @@ def test_surface_forms_of_one_value_are_the_same_value(
         ("name", "5550178", False),
         ("likes", "x" * 201, False),
         ("likes", "🙂", False),
+        ("pet", "little", False),
+        ("pet", "cat", True),
     ],
 )
 def test_values_that_do_not_fit_their_type_have_a_reason(
