@@ -64,6 +64,7 @@ class _Cue:
 
 
 _LIFE = frozenset({"pet", "family_member"})
+_PET = frozenset({"pet"})
 _OWNED = frozenset({"owns", "pet", "ordered", "plan"})
 _ROLE = frozenset({"employer", "occupation", "studies", "hobby"})
 _HABIT = frozenset({"hobby", "likes", "medication", "diet", "studies", "plans_to"})
@@ -94,6 +95,9 @@ CUES: tuple[_Cue, ...] = (
     _cue(r"died|passed away|passed on|(?:was|were|been|be|got) put down", _LIFE, "before"),
     _cue(r"put (?:\w+ )?(?:down|to sleep)", _LIFE, "after"),
     _cue(r"lost", _LIFE, "after", by_pronoun=False),
+    # A pet given up or gone: "Sheba's gone", "had to let her go", "Smokey is gone".
+    _cue(r"(?:is|'s|has) (?:now )?gone", _PET, "before"),
+    _cue(r"let \w+ go", _PET, "after"),
     _cue(
         r"sold|got rid of|gave away|given away|rehomed|returned|traded in",
         _OWNED,

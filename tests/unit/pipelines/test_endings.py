@@ -84,6 +84,10 @@ HELD = known(
         ("Been off the naproxen a week now.", "", ("medication", "naproxen")),
         ("I don't play darts any more, my wrist.", "", ("hobby", "darts")),
         ("I no longer work at Royal Mail.", "", ("employer", "royal mail")),
+        # A pet gone or given up.
+        ("And Fly's gone. I miss her something terrible.", "", ("pet", "border collie fly")),
+        ("Fly is gone, we gave her to the neighbours.", "", ("pet", "border collie fly")),
+        ("Had to let her go in August.", "How's Fly?", ("pet", "border collie fly")),
         # By a pronoun, or not at all in a bare answer: the question before names it.
         ("Had to put her down last Friday.", "And how's Fly?", ("pet", "border collie fly")),
         ("nah, left. DPD pay better.", "You still at Royal Mail?", ("employer", "royal mail")),
@@ -113,6 +117,7 @@ def test_an_ending_negates_the_value_as_it_is_held(
         ("Fly won the sheepdog trial!", ""),  # no end at all
         ("Has Benidorm been cancelled?", ""),  # asked
         ("Fly is not a puppy any more, she's nine.", ""),  # what ended is not a value held
+        ("Royal Mail's gone downhill, mind.", ""),  # only a pet is gone
     ],
 )
 def test_no_ending_without_a_stated_end_by_the_user(text: str, previous: str) -> None:
