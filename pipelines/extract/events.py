@@ -15,10 +15,10 @@ it to 1 June" as the held event the turn is about, at its new date.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
-from pipelines.extract.endings import KnownValue
+from pipelines.extract.endings import KnownValue, named_in
 from pipelines.extract.polarity import is_hedged, is_update
 from pipelines.extract.typed import stated
 from pipelines.vocabulary.values import MONTHS, WEEKDAYS, normalise_datetime, undated
@@ -122,9 +122,7 @@ def moved_events(
     held = [k for k in known if k.predicate == "event" and undated(k.object).strip()]
     if date is None or not held:
         return list(facts)
-    said = _content(event.text) | _content(last_text)
-    named = [k for k in held if _content(undated(k.object)) & said]
-    names = {undated(k.object) for k in named}
+    names = {undated(k.object) for k in named_in(event.text, held) or named_in(last_text, held)}
     if (
         not names
         and len({undated(k.object) for k in held}) == 1
@@ -137,7 +135,7 @@ def moved_events(
     # The tagger's parts of the held event ("graduation 29 may" read from the
     # question, "dayo") are this event; an event of its own keeps the turn as is.
     parts = [f for f in facts if f.predicate == "event"]
-    if any(not set(undated(f.object).split()) <= set(name.split()) for f in parts):
+    if any(not _name_words(f.object) <= _name_words(name) for f in parts):
         return list(facts)
     value = f"{name} {normalise_datetime(date[0])}"
     moved = stated(
@@ -148,13 +146,17 @@ def moved_events(
 
 
 def _date_in(text: str) -> tuple[str, int, int] | None:
-    """The first calendar date in ``text`` with its offsets, "may" the modal aside."""
+    """The first calendar date in ``text`` with its offsets."""
+    return next(_dates(text), None)
+
+
+def _dates(text: str) -> Iterator[tuple[str, int, int]]:
+    """The calendar dates in ``text`` with their offsets, "may" the modal aside."""
     for match in _DATE.finditer(text):
         said = match.group(0)
         if _MODAL_MAY.match(said) and not _MONTH_CONTEXT.search(text[: match.start()]):
             continue
-        return said, match.start(), match.end()
-    return None
+        yield said, match.start(), match.end()
 
 
 def _dated_in(sent: Any) -> list[str]:
@@ -166,11 +168,8 @@ def _dated_in(sent: Any) -> list[str]:
     """
     doc, offset = sent.doc, sent.start_char
     dates = []
-    for match in _DATE.finditer(sent.text):
-        said = match.group(0)
-        if _MODAL_MAY.match(said) and not _MONTH_CONTEXT.search(sent.text[: match.start()]):
-            continue
-        span = doc.char_span(offset + match.start(), offset + match.end(), alignment_mode="expand")
+    for said, start, end in _dates(sent.text):
+        span = doc.char_span(offset + start, offset + end, alignment_mode="expand")
         if span is not None:
             dates.append((said, span))
     out = []
@@ -235,10 +234,6 @@ def _event_name(head: Any) -> str | None:
     return name if undated(name).strip() else None
 
 
-def _content(text: str) -> set[str]:
-    """Content words of ``text`` for naming a held event."""
-    return {
-        w
-        for w in re.findall(r"[a-z][a-z']+", text.casefold())
-        if w not in _NOT_IN_NAME and len(w) > 2 and w not in {"the", "and", "was", "got", "now"}
-    }
+def _name_words(value: str) -> set[str]:
+    """The words naming an event, without its date or possessive endings."""
+    return {re.sub(r"['’]s$", "", word) for word in undated(value).split()}
