@@ -172,6 +172,8 @@ def _dated_in(sent: Any) -> list[str]:
         span = doc.char_span(offset + start, offset + end, alignment_mode="expand")
         if span is not None:
             dates.append((said, span))
+    if not dates:
+        return []
     out = []
     for head in sent:
         if not _names_event(head) or any(head.i in range(s.start, s.end) for _, s in dates):

@@ -251,10 +251,11 @@ def _kind_beside(name: str, text: str) -> str | None:
 
 def _kind_ending(words: Sequence[str]) -> str | None:
     """The kind that ``words`` end with ("... my black lab" -> 'black lab'), if any."""
+    lowered = [w.casefold() for w in words]
     run: list[str] = []
-    for word in reversed([w.casefold() for w in words]):
-        kind_word = is_pet_kind(word) or (bool(run) and f"{word} {run[0]}" in PET_KINDS)
-        if kind_word or (run and word in _COLOURS) or (not run and word in _KIND_TAIL):
+    for n in range(len(lowered) - 1, -1, -1):
+        word = lowered[n]
+        if _kind_word(lowered, n) or (run and word in _COLOURS) or (not run and word in _KIND_TAIL):
             run.insert(0, word)
             continue
         break
@@ -262,28 +263,17 @@ def _kind_ending(words: Sequence[str]) -> str | None:
 
 
 def _kind_starting(words: Sequence[str]) -> str | None:
-    """The kind ``words`` open with, past a few words about size or age ('wee ginger tom')."""
+    """The first kind said in ``words``, past a few words about size or age ('wee ginger tom')."""
     lowered = [w.casefold() for w in words]
-    start = next(
-        (
-            i
-            for i, w in enumerate(lowered)
-            if is_pet_kind(w) or w in _COLOURS or " ".join(lowered[i : i + 2]) in PET_KINDS
-        ),
-        None,
-    )
-    if start is None:
-        return None
     run: list[str] = []
-    for n, word in enumerate(lowered[start:], start):
-        two = " ".join(lowered[n : n + 2])
-        if (
-            is_pet_kind(word)
-            or two in PET_KINDS
-            or word in _COLOURS
-            or (run and word in _KIND_TAIL)
-        ):
+    for n, word in enumerate(lowered):
+        if _kind_word(lowered, n) or word in _COLOURS or (run and word in _KIND_TAIL):
             run.append(word)
-            continue
-        break
+        elif run:
+            break
     return " ".join(run) if any(is_pet_kind(w) for w in run) else None
+
+
+def _kind_word(words: Sequence[str], n: int) -> bool:
+    """Whether ``words[n]`` names a kind, alone or with the next word ("german shepherd")."""
+    return is_pet_kind(words[n]) or " ".join(words[n : n + 2]) in PET_KINDS
