@@ -66,6 +66,7 @@ BLIND_SPLITS = (
     *("friends_p", "cs_orchard"),  # stop 33
     *("friends_q", "cs_quarry"),  # stop 34
     *("friends_r", "cs_ridge"),  # stop 35
+    *("friends_s", "cs_summit"),  # stop 36
 )
 # Which LongMemEval questions the natural-dialogue compression samples.
 NATURAL_SEED = 29
