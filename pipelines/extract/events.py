@@ -147,10 +147,10 @@ def moved_events(
 
 def _date_in(text: str) -> tuple[str, int, int] | None:
     """The first calendar date in ``text`` with its offsets."""
-    return next(_dates(text), None)
+    return next(dates_in(text), None)
 
 
-def _dates(text: str) -> Iterator[tuple[str, int, int]]:
+def dates_in(text: str) -> Iterator[tuple[str, int, int]]:
     """The calendar dates in ``text`` with their offsets, "may" the modal aside."""
     for match in _DATE.finditer(text):
         said = match.group(0)
@@ -168,7 +168,7 @@ def _dated_in(sent: Any) -> list[str]:
     """
     doc, offset = sent.doc, sent.start_char
     dates = []
-    for said, start, end in _dates(sent.text):
+    for said, start, end in dates_in(sent.text):
         span = doc.char_span(offset + start, offset + end, alignment_mode="expand")
         if span is not None:
             dates.append((said, span))

@@ -29,6 +29,7 @@ from pipelines.extract.context import (
 )
 from pipelines.extract.endings import endings
 from pipelines.extract.events import dated_events, moved_events
+from pipelines.extract.moves import move_plans
 from pipelines.extract.extras import offered_extras
 from pipelines.extract.fragments import evaluation_candidates, fragment_candidates
 from pipelines.extract.learned.facts import SURE_TAG_SCORE, combine, learned_fact
@@ -223,6 +224,7 @@ class FactExtractor:
                 results[i] += _refused(event, parsed, results[i], context)
             if i in docs:
                 results[i] = dated_events(event, docs[i], results[i])
+                results[i] = move_plans(event, docs[i], results[i])
             results[i] = moved_events(event, results[i], context.known, context.last_text)
             results[i] = endings(event, results[i], context.known, context.last_text)
             results[i] = users_own(typed(results[i]), event.text, context.last_text)

@@ -2,52 +2,22 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from typing import Any
 
 import pytest
+from stage_builders import fact, turn
 
 from pipelines.extract.endings import KnownValue
 from pipelines.extract.events import dated_events, moved_events
 from pipelines.parse import DialogueParser
-from schemas.events import DialogueEvent, Role
+from schemas.events import Role
 from schemas.facts import ExtractedFact
 from schemas.memory import Polarity
-
-TS = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)
 
 
 @pytest.fixture(scope="module")
 def nlp() -> Any:
     return DialogueParser.load().nlp
-
-
-def turn(text: str, role: Role = Role.USER) -> DialogueEvent:
-    return DialogueEvent(
-        event_id="e1",
-        tenant_id="t1",
-        user_id="u1",
-        session_id="s1",
-        turn_index=3,
-        role=role,
-        text=text,
-        ts=TS,
-    )
-
-
-def fact(predicate: str, value: str, polarity: Polarity = Polarity.AFFIRMED) -> ExtractedFact:
-    return ExtractedFact(
-        tenant_id="t1",
-        user_id="u1",
-        event_id="e1",
-        event_ts=TS,
-        subject="user",
-        predicate=predicate,
-        object=value,
-        polarity=polarity,
-        confidence=0.88,
-        text=f"{predicate} {value}",
-    )
 
 
 def events(nlp: Any, text: str, *facts: ExtractedFact, role: Role = Role.USER) -> set[str]:

@@ -2,32 +2,13 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
-
 import pytest
+from stage_builders import fact
 
 from pipelines.extract.endings import KnownValue
 from pipelines.extract.naming import named_as_held, named_beside, named_pets
 from pipelines.vocabulary import default_vocabulary
-from schemas.facts import ExtractedFact
 from schemas.memory import Polarity
-
-TS = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)
-
-
-def fact(predicate: str, value: str, polarity: Polarity = Polarity.AFFIRMED) -> ExtractedFact:
-    return ExtractedFact(
-        tenant_id="t1",
-        user_id="u1",
-        event_id="e1",
-        event_ts=TS,
-        subject="user",
-        predicate=predicate,
-        object=value,
-        polarity=polarity,
-        confidence=0.88,
-        text=f"{predicate} {value}",
-    )
 
 
 def beside(text: str, *facts: tuple[str, str]) -> set[tuple[str, str]]:
