@@ -15,7 +15,7 @@ it to 1 June" as the held event the turn is about, at its new date.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from pipelines.extract.endings import KnownValue, named_in
@@ -58,6 +58,15 @@ _MONTH_CONTEXT = re.compile(r"\b(?:in|of|by|early|late|mid|end|this|next|until)\
 _NOT_IN_NAME = frozenset(
     {"my", "our", "his", "her", "their", "your", "its", "the", "a", "an", "this", "that"}
 )
+# Who is getting married, said before it ("my sister Kat's getting married",
+# "Jess is getting married", "we're getting married"): the wedding is theirs.
+_MARRYING = re.compile(
+    r"\b(?P<who>(?:(?:my|our|his|her)\s+)?(?:[\w-]+\s+){0,2}?[\w-]+)"
+    r"(?:'s|’s|\s+is|\s+are|'re|’re|\s+am|'m|’m)\s+(?:getting|gettin'?|gonna get|going to get)"
+    r"\s+married\b",
+    re.IGNORECASE,
+)
+_FIRST_PERSON = frozenset({"i", "we", "me", "us"})
 # A date more arcs than this from the event in the parse is said of something else.
 _MAX_ARCS = 4
 _TIME_PREPOSITIONS = frozenset({"after", "before", "since", "until", "till", "during"})
@@ -68,6 +77,8 @@ _DENIED_OR_ASKED = re.compile(r"\b(?:not|never|no)\b|n't\b|\?", re.IGNORECASE)
 # Above the review gate's commit threshold (0.82): the noun and the date were
 # both read in the sentence as said.
 CONFIDENCE = 0.86
+CONFIDENCE_HEDGED = 0.6  # an unsure date waits for the user (learned/facts.py)
+ANSWER_DATE_CHARS = 40
 
 
 def dated_events(
@@ -84,7 +95,7 @@ def dated_events(
     for sent in doc.sents:
         if _DENIED_OR_ASKED.search(sent.text) or is_hedged(sent.text):
             continue
-        for value in _dated_in(sent):
+        for value in [*_dated_in(sent), *_wedding_in(sent.text)]:
             fact = stated(
                 event,
                 "event",
@@ -99,6 +110,50 @@ def dated_events(
     words = frozenset().union(*(w for _, w in composed))
     kept = [f for f in facts if f.predicate != "event" or not (set(f.object.split()) & words)]
     return kept + [f for f, _ in composed]
+
+
+def answered_events(
+    event: DialogueEvent,
+    facts: Sequence[ExtractedFact],
+    last_text: str,
+    nlp: Callable[[str], Any],
+) -> list[ExtractedFact]:
+    """``facts`` with a date said in answer to a question about an event, as that event's date.
+
+    "When's the wedding?" - "tentatively oct 10" - and "Are you going to Jen's
+    wedding?" - "I think so! It's August 22." date the event the question
+    names (a hedged answer, unsure). ``nlp`` parses ``last_text``, the turn
+    before, only when the answer is a date with no dated event of its own.
+    """
+    if event.role is not Role.USER or not last_text:
+        return list(facts)
+    text = event.text
+    if "?" in text or (_DENIED_OR_ASKED.search(text) and not is_update(text)):
+        return list(facts)
+    date = _date_in(text)
+    # An answer says its date first ("tentatively oct 10", "I think so! It's
+    # August 22"); a date later in a long turn dates something else.
+    if date is None or date[1] > ANSWER_DATE_CHARS:
+        return list(facts)
+    if any(f.predicate == "event" and f.object != undated(f.object) for f in facts):
+        return list(facts)
+    names = [_event_name(t) for t in nlp(last_text) if _names_event(t)]
+    name = next((n for n in reversed(names) if n is not None), None)
+    if name is None:
+        return list(facts)
+    hedged = is_hedged(text)
+    answer = stated(
+        event,
+        "event",
+        f"{name} {normalise_datetime(date[0])}",
+        asserted_by=Assertor.USER,
+        confidence=CONFIDENCE_HEDGED if hedged else CONFIDENCE,
+        field="EVENT",
+    ).model_copy(update={"hedged": hedged})
+    # The tagger's undated piece of it ("jen's wedding") is this event.
+    words = _name_words(name)
+    kept = [f for f in facts if f.predicate != "event" or not _name_words(f.object) <= words]
+    return [*kept, answer]
 
 
 def moved_events(
@@ -186,6 +241,17 @@ def _dated_in(sent: Any) -> list[str]:
         if name is not None:
             out.append(f"{name} {normalise_datetime(min(linked)[1])}")
     return out
+
+
+def _wedding_in(text: str) -> list[str]:
+    """The wedding of whoever is getting married, with its date: "sister kat's wedding 14 june"."""
+    match = _MARRYING.search(text)
+    date = next(dates_in(text[match.end() :]), None) if match else None
+    if match is None or date is None:
+        return []
+    who = [w for w in match.group("who").lower().split() if w not in _NOT_IN_NAME]
+    name = "wedding" if not who or who[-1] in _FIRST_PERSON else f"{' '.join(who)}'s wedding"
+    return [f"{name} {normalise_datetime(date[0])}"]
 
 
 def _names_event(token: Any) -> bool:

@@ -28,11 +28,11 @@ from pipelines.extract.context import (
     turn_topic,
 )
 from pipelines.extract.endings import endings
-from pipelines.extract.events import dated_events, moved_events
-from pipelines.extract.moves import move_plans
+from pipelines.extract.events import answered_events, dated_events, moved_events
 from pipelines.extract.extras import offered_extras
 from pipelines.extract.fragments import evaluation_candidates, fragment_candidates
 from pipelines.extract.learned.facts import SURE_TAG_SCORE, combine, learned_fact
+from pipelines.extract.moves import move_plans
 from pipelines.extract.naming import named_as_held, named_beside, named_pets
 from pipelines.extract.plans import completed_plans
 from pipelines.extract.polarity import (
@@ -226,6 +226,7 @@ class FactExtractor:
                 results[i] = dated_events(event, docs[i], results[i])
                 results[i] = move_plans(event, docs[i], results[i])
             results[i] = moved_events(event, results[i], context.known, context.last_text)
+            results[i] = answered_events(event, results[i], context.last_text, self.parser.nlp)
             results[i] = endings(event, results[i], context.known, context.last_text)
             results[i] = users_own(typed(results[i]), event.text, context.last_text)
             results[i] = named_in_answer(event, results[i], context.known, context.last_text)

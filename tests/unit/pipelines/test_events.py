@@ -8,7 +8,7 @@ import pytest
 from stage_builders import fact, turn
 
 from pipelines.extract.endings import KnownValue
-from pipelines.extract.events import dated_events, moved_events
+from pipelines.extract.events import answered_events, dated_events, moved_events
 from pipelines.parse import DialogueParser
 from schemas.events import Role
 from schemas.facts import ExtractedFact
@@ -109,3 +109,64 @@ def test_a_pronoun_takes_the_one_held_event() -> None:
 )
 def test_no_event_is_moved_without_a_clear_move_of_one(text: str, held: list[str]) -> None:
     assert moved(text, held) == []
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [
+        (
+            "oh and my sister Kat's getting married 14 June, so that's my summer sorted",
+            "sister kat's wedding 14 june",
+        ),
+        ("Jess is getting married in October, the 17th.", "jess's wedding october"),
+        ("We're getting married on 3 May next year!", "wedding 3 may"),
+    ],
+)
+def test_getting_married_is_a_wedding_of_whoever_marries(nlp: Any, text: str, value: str) -> None:
+    assert value in events(nlp, text)
+
+
+def test_no_wedding_without_its_date_or_when_denied(nlp: Any) -> None:
+    assert events(nlp, "I'm getting married!") == set()
+    assert events(nlp, "We're not getting married in June after all.") == set()
+
+
+def answered(nlp: Any, text: str, question: str, *facts: ExtractedFact) -> list[ExtractedFact]:
+    return answered_events(turn(text), list(facts), question, nlp)
+
+
+def test_a_date_answering_an_event_question_dates_that_event(nlp: Any) -> None:
+    (sure,) = answered(nlp, "19 april, manchester", "When's the marathon?")
+    assert (sure.object, sure.hedged) == ("marathon 19 april", False)
+    unsure = answered(
+        nlp,
+        "I think so! It's August 22.",
+        "Are you going to Jen's wedding?",
+        fact("event", "jen's wedding"),
+    )
+    assert [(f.object, f.hedged) for f in unsure] == [("jen's wedding august 22", True)]
+    assert unsure[0].confidence < 0.82
+
+
+@pytest.mark.parametrize(
+    ("text", "question"),
+    [
+        ("Fine, I'm off on 12 June.", "How was your week?"),  # the question names no event
+        ("When is it, 12 June?", "And the wedding?"),  # asked back
+        ("not feb tho, I've got a conference", "When's the wedding?"),  # denied
+        # the date comes late in a long turn: it dates something else
+        (
+            "That is very kind. I should tell you that I no longer drive; I sold it in the summer.",
+            "And the operation?",
+        ),
+    ],
+)
+def test_no_answered_event_without_an_event_question_and_a_plain_date(
+    nlp: Any, text: str, question: str
+) -> None:
+    assert answered(nlp, text, question) == []
+
+
+def test_an_answer_with_its_own_dated_event_is_left_as_said(nlp: Any) -> None:
+    own = fact("event", "driving test 14 april")
+    assert answered(nlp, "14 april at chilwell", "When's the test?", own) == [own]
