@@ -118,6 +118,28 @@ def test_the_taggers_facts_first_then_the_rules_closed_form_values_it_did_not_st
     ]
 
 
+def test_an_unsure_tag_the_rules_read_too_is_kept_as_sure() -> None:
+    event = turn()
+
+    def fact(predicate: str, obj: str, **kw: object) -> ExtractedFact:
+        return learned_fact(event, PARSED, triple(predicate, obj, **kw), update=False)
+
+    learned = [
+        fact("likes", "swimming", negated=True, confidence=0.5),  # the rules agree: kept
+        fact("likes", "maths", negated=True, confidence=0.3),  # the rules say it likes: dropped
+        fact("hobby", "golf", confidence=0.3),  # the rules read it as another predicate: dropped
+    ]
+    rules = [
+        fact("likes", "Swimming", negated=True),
+        fact("likes", "maths"),
+        fact("likes", "golf"),
+    ]
+    combined = combine(learned, rules)
+    assert [(f.object, f.polarity, f.confidence) for f in combined] == [
+        ("swimming", Polarity.NEGATED, CONFIDENCE_SURE)
+    ]
+
+
 def test_a_number_a_rule_read_by_its_cue_is_typed_as_the_cue_says() -> None:
     # "Please call me on 0151 234 5678": the tagger read a reference number.
     event = turn()
