@@ -33,7 +33,12 @@ from pipelines.extract.extras import offered_extras
 from pipelines.extract.fragments import evaluation_candidates, fragment_candidates
 from pipelines.extract.learned.facts import SURE_TAG_SCORE, combine, learned_fact
 from pipelines.extract.moves import move_plans
-from pipelines.extract.naming import named_as_held, named_beside, named_pets
+from pipelines.extract.naming import (
+    named_as_held,
+    named_beside,
+    named_by_question,
+    named_pets,
+)
 from pipelines.extract.plans import completed_plans
 from pipelines.extract.polarity import (
     SPAN_KEY,
@@ -232,6 +237,8 @@ class FactExtractor:
             results[i] = named_in_answer(event, results[i], context.known, context.last_text)
             results[i] = named_pets(named_beside(results[i], event.text), event.text)
             results[i] = named_as_held(results[i], context.known)
+            if event.role is Role.USER:
+                results[i] = named_by_question(results[i], context.last_text, context.known)
             results[i] = [f for f in results[i] if not names_someone_else(f, context.known)]
             # The topic a turn sets is that of the times it stated, else its first cue:
             # "I can't come on Monday, I'm travelling" stays about the appointment.

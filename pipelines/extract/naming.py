@@ -28,8 +28,16 @@ from collections.abc import Sequence
 
 from pipelines.extract.endings import KnownValue
 from pipelines.vocabulary import default_vocabulary
-from pipelines.vocabulary.values import MONTHS, PET_KINDS, WEEKDAYS, is_pet_kind, kin_forms
+from pipelines.vocabulary.values import (
+    KIN_WORDS,
+    MONTHS,
+    PET_KINDS,
+    WEEKDAYS,
+    is_pet_kind,
+    kin_forms,
+)
 from schemas.facts import ExtractedFact, statement
+from schemas.memory import Polarity
 
 # A name: one capitalised word ("Mot", "Pickles", "O'Neill"); after "called" or
 # "named" also a lower-case one ("a little vira-lata called farofa").
@@ -43,6 +51,24 @@ _NOT_NAMES = frozenset(
     | {"her", "my", "our", "the", "a", "an", "this", "that", "there", "just", "well", "anyway"}
     | {"lol", "haha", "mate", "love", "dear", "god", "christmas", "easter", "mum", "dad"}
     | {*WEEKDAYS, *MONTHS}
+)
+# One relative said by relation alone: "my wife", "me and my boyfriend".
+_RELATIONS = frozenset(v for v in KIN_WORDS.values() if not v.endswith("s")) | frozenset(
+    {"boyfriend", "girlfriend", "cousin", "aunt", "uncle", "niece", "nephew", "grandson"}
+    | {"granddaughter", "stepson", "stepdaughter", "stepmother", "stepfather", "ex"}
+)
+_ASKED_WORDS = 10
+# A person asked after by name: "how's Priya?", "and Jono?", "what does Darnell
+# think", "is Tom coming?".
+_ASKED_AFTER = re.compile(
+    r"\b(?i:how'?s|how is|how are|and|what about|what does|what did|what do|is|has|did|does)"
+    rf"\s+(?P<name>{_CAPITAL})\b|(?P<name2>{_CAPITAL})\s*\?"
+)
+# Capitalised words that open a question about someone, not names of anyone.
+_ASKING = frozenset(
+    {"how", "how's", "hows", "what", "what's", "whats", "where", "who", "when", "why", "is"}
+    | {"are", "was", "does", "did", "do", "has", "have", "will", "can", "any", "still", "you"}
+    | {"your", "and", "so", "sorry", "ha", "haha", "omg", "aw", "aww", "oof", "wow", "hey", "hi"}
 )
 # Between a kind and its name after a comma: a few words that describe it
 # ("a young collie working now, Mot"), none that opens a clause of its own.
@@ -117,6 +143,42 @@ def named_as_held(
         )
         out.append(_as(fact, wholes.pop()) if len(wholes) == 1 and not in_turn else fact)
     return out
+
+
+def named_by_question(
+    facts: Sequence[ExtractedFact], last_text: str, known: Sequence[KnownValue]
+) -> list[ExtractedFact]:
+    """``facts`` with a relative said by relation only, named as the question before named them.
+
+    "how's Priya?" - "my wife is a saint" and "what does Darnell think" - "my
+    husband thinks I should go for it" say ``wife priya`` and ``husband
+    darnell``: a friend asks after a person by name and the user answers
+    with who that is. Only a bare relation takes a name, only when the turn
+    before names exactly one person, and never a name the turn uses itself or
+    one the user holds as something else (a pet, a place).
+    """
+    vocabulary = default_vocabulary()
+    spec = vocabulary.spec("family_member")
+    bare = [
+        f
+        for f in facts
+        if vocabulary.canonical(f.predicate) == "family_member"
+        and f.polarity is Polarity.AFFIRMED
+        and f.object in _RELATIONS
+    ]
+    # A friend asking after someone asks briefly; a longer turn names others
+    # (the agent, the business, the places).
+    if len(last_text.split()) > _ASKED_WORDS:
+        return list(facts)
+    names = {m.group("name") or m.group("name2") for m in _ASKED_AFTER.finditer(last_text)}
+    held = {word for k in known if k.predicate != "family_member" for word in k.object.split()}
+    names = {n for n in names if n.casefold() not in _NOT_NAMES | _ASKING | held}
+    if len(bare) != 1 or len(names) != 1:
+        return list(facts)
+    name = names.pop().casefold()
+    if any(name in f.object.split() for f in facts):
+        return list(facts)
+    return [_as(f, spec.normalise(f"{f.object} {name}")) if f is bare[0] else f for f in facts]
 
 
 def _as(fact: ExtractedFact, value: str) -> ExtractedFact:

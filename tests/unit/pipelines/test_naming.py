@@ -6,7 +6,12 @@ import pytest
 from stage_builders import fact
 
 from pipelines.extract.endings import KnownValue
-from pipelines.extract.naming import named_as_held, named_beside, named_pets
+from pipelines.extract.naming import (
+    named_as_held,
+    named_beside,
+    named_by_question,
+    named_pets,
+)
 from pipelines.vocabulary import default_vocabulary
 from schemas.memory import Polarity
 
@@ -165,3 +170,45 @@ def test_one_pet_named_twice_is_one_value() -> None:
 )
 def test_no_pet_name_or_kind_is_invented(text: str, said: str) -> None:
     assert pets(text, said) == [said]
+
+
+@pytest.mark.parametrize(
+    ("question", "said", "named"),
+    [
+        ("oof. how's Priya?", "wife", "wife priya"),
+        ("and what does Darnell think", "husband", "husband darnell"),
+        ("oh mean!! and Jono?", "boyfriend", "boyfriend jono"),
+    ],
+)
+def test_a_relation_answering_a_question_after_a_name_is_that_person(
+    question: str, said: str, named: str
+) -> None:
+    out = named_by_question([fact("family_member", said)], question, [])
+    assert [f.object for f in out] == [named]
+
+
+@pytest.mark.parametrize(
+    ("question", "facts", "known"),
+    [
+        # the question names nobody, or two people
+        ("Lovely. Anything else?", [("family_member", "wife")], []),
+        ("How are Tom and Ana?", [("family_member", "sister")], []),
+        # a long turn names others (the agent, the business)
+        (
+            "Hi, this is Marcus from KeepSafe Storage, just confirming your booking for Friday?",
+            [("family_member", "wife")],
+            [],
+        ),
+        # two relatives said by relation: which one is asked after is unclear
+        ("how's Priya?", [("family_member", "wife"), ("family_member", "sister")], []),
+        # the relative already has a name, or the name is the user's pet
+        ("how's Priya?", [("family_member", "wife maya")], []),
+        ("and Mochi?", [("family_member", "girlfriend")], [("pet", "cat mochi")]),
+    ],
+)
+def test_no_name_without_one_person_asked_after_and_one_bare_relation(
+    question: str, facts: list[tuple[str, str]], known: list[tuple[str, str]]
+) -> None:
+    said = [fact(p, o) for p, o in facts]
+    held = [KnownValue(predicate=p, object=o) for p, o in known]
+    assert named_by_question(said, question, held) == said
