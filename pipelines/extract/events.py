@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from pipelines.extract.endings import KnownValue, named_in
+from pipelines.extract.learned.facts import CONFIDENCE_HEDGED
 from pipelines.extract.polarity import is_hedged, is_update
 from pipelines.extract.typed import stated
 from pipelines.vocabulary.values import MONTHS, WEEKDAYS, normalise_datetime, undated
@@ -66,7 +67,7 @@ _MARRYING = re.compile(
     r"\s+married\b",
     re.IGNORECASE,
 )
-_FIRST_PERSON = frozenset({"i", "we", "me", "us"})
+FIRST_PERSON = frozenset({"i", "we", "me", "us", "im"})
 # A date more arcs than this from the event in the parse is said of something else.
 _MAX_ARCS = 4
 _TIME_PREPOSITIONS = frozenset({"after", "before", "since", "until", "till", "during"})
@@ -77,7 +78,6 @@ _DENIED_OR_ASKED = re.compile(r"\b(?:not|never|no)\b|n't\b|\?", re.IGNORECASE)
 # Above the review gate's commit threshold (0.82): the noun and the date were
 # both read in the sentence as said.
 CONFIDENCE = 0.86
-CONFIDENCE_HEDGED = 0.6  # an unsure date waits for the user (learned/facts.py)
 ANSWER_DATE_CHARS = 40
 
 
@@ -250,7 +250,7 @@ def _wedding_in(text: str) -> list[str]:
     if match is None or date is None:
         return []
     who = [w for w in match.group("who").lower().split() if w not in _NOT_IN_NAME]
-    name = "wedding" if not who or who[-1] in _FIRST_PERSON else f"{' '.join(who)}'s wedding"
+    name = "wedding" if not who or who[-1] in FIRST_PERSON else f"{' '.join(who)}'s wedding"
     return [f"{name} {normalise_datetime(date[0])}"]
 
 

@@ -21,7 +21,8 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from pipelines.extract.events import dates_in
+from pipelines.extract.events import FIRST_PERSON, dates_in
+from pipelines.extract.learned.facts import CONFIDENCE_HEDGED
 from pipelines.extract.polarity import is_hedged
 from pipelines.extract.typed import stated
 from pipelines.vocabulary import default_vocabulary
@@ -39,7 +40,6 @@ _AHEAD = frozenset({"to", "will", "'ll", "ll", "gonna", "gon", "might", "may", "
 _AHEAD |= frozenset({"would", "'d", "should", "must", "wanna", "gotta", "shall"})
 # "since moving here", "before moving in": the move dates something else.
 _DATING = frozenset({"since", "after", "before", "when", "while", "until", "till"})
-_FIRST_PERSON = frozenset({"i", "we", "me", "us", "i'm", "we're", "im"})
 _NEGATORS = frozenset({"not", "n't", "never", "nae", "no"})
 # Words between the verb and its preposition: "moving back up to Leeds".
 _PARTICLES = frozenset({"back", "down", "up", "over", "out", "across", "home", "away", "all"})
@@ -66,7 +66,6 @@ _PLACE_PREDICATES = frozenset({"lives_in", "travel", "address", "visited"})
 # Above the review gate's commit threshold (0.82): the move word and its place
 # were both read as said; a hedged move waits for the user (learned/facts.py).
 CONFIDENCE = 0.86
-CONFIDENCE_HEDGED = 0.6
 
 
 def move_plans(
@@ -167,7 +166,7 @@ def _users_own(verb: Any) -> bool:
         subjects = [c for c in verb.head.children if c.dep_ in {"nsubj", "nsubjpass"}] or subjects
     if not subjects:
         return True  # chat drops it: "moving to a smaller place w 2 mates"
-    return any(t.lower_ in _FIRST_PERSON for s in subjects for t in s.subtree)
+    return any(t.lower_ in FIRST_PERSON for s in subjects for t in s.subtree)
 
 
 def _place(doc: Any, start: int, end: int) -> tuple[str | None, bool]:

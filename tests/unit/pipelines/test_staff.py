@@ -2,26 +2,12 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
-
 import pytest
+from stage_builders import turn
 
 from pipelines.extract.staff import with_staff
-from schemas.events import DialogueEvent, Role
+from schemas.events import Role
 from schemas.facts import Assertor, ExtractedFact, origin
-
-
-def turn(text: str, role: Role = Role.USER) -> DialogueEvent:
-    return DialogueEvent(
-        event_id="e1",
-        tenant_id="t1",
-        user_id="u1",
-        session_id="s1",
-        turn_index=2,
-        role=role,
-        text=text,
-        ts=datetime(2026, 3, 1, 9, tzinfo=UTC),
-    )
 
 
 def staff(text: str, role: Role = Role.USER) -> set[tuple[str, Assertor]]:
