@@ -68,6 +68,7 @@ _MARRYING = re.compile(
     re.IGNORECASE,
 )
 FIRST_PERSON = frozenset({"i", "we", "me", "us", "im"})
+_EVENT_WORD = re.compile(rf"\b(?:{'|'.join(sorted(EVENT_NOUNS))})\b", re.IGNORECASE)
 # A date more arcs than this from the event in the parse is said of something else.
 _MAX_ARCS = 4
 _TIME_PREPOSITIONS = frozenset({"after", "before", "since", "until", "till", "during"})
@@ -136,6 +137,9 @@ def answered_events(
     if date is None or date[1] > ANSWER_DATE_CHARS:
         return list(facts)
     if any(f.predicate == "event" and f.object != undated(f.object) for f in facts):
+        return list(facts)
+    # The parse is paid only for a question that holds an event's word.
+    if not _EVENT_WORD.search(last_text):
         return list(facts)
     names = [_event_name(t) for t in nlp(last_text) if _names_event(t)]
     name = next((n for n in reversed(names) if n is not None), None)

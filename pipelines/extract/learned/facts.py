@@ -112,12 +112,11 @@ def combine(
             for r in rules
         )
 
+    sure = [f for f in learned if f.confidence > CONFIDENCE_UNSURE or f.hedged]
     kept = [
-        f
-        if f.confidence > CONFIDENCE_UNSURE or f.hedged
-        else f.model_copy(update={"confidence": CONFIDENCE_SURE})
+        f if f in sure else f.model_copy(update={"confidence": CONFIDENCE_SURE})
         for f in learned
-        if f.confidence > CONFIDENCE_UNSURE or f.hedged or agreed(f)
+        if f in sure or agreed(f)
     ]
 
     def stated(rule: ExtractedFact) -> bool:
