@@ -67,6 +67,7 @@ BLIND_SPLITS = (
     *("friends_q", "cs_quarry"),  # stop 34
     *("friends_r", "cs_ridge"),  # stop 35
     *("friends_s", "cs_summit"),  # stop 36
+    *("friends_t", "cs_tide"),  # stop 37
 )
 # Which LongMemEval questions the natural-dialogue compression samples.
 NATURAL_SEED = 29
