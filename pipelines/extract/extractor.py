@@ -54,6 +54,7 @@ from pipelines.extract.possession import (
     names_someone_else,
     users_own,
 )
+from pipelines.extract.proper_names import whole_names
 from pipelines.extract.restated import asked_after
 from pipelines.extract.scope import describes_offering, on_the_way, tells_of_the_past
 from pipelines.extract.spans import (
@@ -230,6 +231,7 @@ class FactExtractor:
             if i in docs:
                 results[i] = dated_events(event, docs[i], results[i])
                 results[i] = move_plans(event, docs[i], results[i])
+                results[i] = whole_names(results[i], docs[i])
             results[i] = moved_events(event, results[i], context.known, context.last_text)
             results[i] = answered_events(event, results[i], context.last_text, self.parser.nlp)
             results[i] = endings(event, results[i], context.known, context.last_text)

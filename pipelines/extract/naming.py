@@ -78,11 +78,19 @@ _AFTER = r"(?=\s*(?:[,.!?;:)]|$|\s(?:and|who|is|was|has|had)\b))"
 
 
 def named_beside(facts: Sequence[ExtractedFact], text: str) -> list[ExtractedFact]:
-    """``facts`` with a relative or pet said only by its kind joined to the name beside it."""
+    """``facts`` with a relative or pet said only by its kind joined to the name beside it.
+
+    Relatives said in the plural with their names ("our daughters Ximena and
+    Sofia") are one relative each (``daughter ximena``, ``daughter sofia``).
+    """
     vocabulary = default_vocabulary()
     out = []
     for fact in facts:
         spec = vocabulary.spec(fact.predicate)
+        each = _each_named(fact, text) if spec.named else []
+        if each:
+            out.extend(each)
+            continue
         name = _name_beside(fact.object, text) if spec.named else None
         if name is None or any(name.casefold() in other.object.split() for other in facts):
             out.append(fact)
@@ -202,6 +210,10 @@ def _name_beside(value: str, text: str) -> str | None:
         found = (
             re.match(rf"{_BETWEEN}\s+(?:called|named)\s+({_ANY_CASE}){_AFTER}", after)
             or re.match(rf"{_BETWEEN},\s+({_CAPITAL}){_AFTER}", after)
+            # "my son Jaden turn seven", "me son Liam deein the liftin": a
+            # capitalised word right after a relation is its name, whatever
+            # follows; the tagger's span stopped at the relation.
+            or (_DIRECT_NAME.match(after) if value in _RELATIONS else None)
             or (
                 # "Ekow, my boy, ..." is an apposition only with the comma after
                 # it: "Haan, my parents are in ..." names nobody.
@@ -213,6 +225,33 @@ def _name_beside(value: str, text: str) -> str | None:
         if found is not None and is_name(found.group(1)):
             return found.group(1)
     return None
+
+
+# A name right after a relation, its possessive left out ("my husband Kev's back").
+_DIRECT_NAME = re.compile(r"\s+([A-Z][^\W\d_]*(?:-[^\W\d_]+)?)(?:['’]s)?(?![\w'’-])")
+# Relatives in the plural named one by one: "daughters Ximena and Sofia",
+# "my brothers, Tunde, Femi and Seyi".
+_NAMED_LIST = re.compile(
+    rf",?\s+((?:{_CAPITAL},?\s+)*?{_CAPITAL}),?\s+(?:and|&)\s+({_CAPITAL})(?![\w'’-])"
+)
+
+
+def _each_named(fact: ExtractedFact, text: str) -> list[ExtractedFact]:
+    """One fact per relative named after a plural relation, or none."""
+    plural = fact.object
+    single = plural[:-1]
+    if not plural.endswith("s") or single not in _RELATIONS:
+        return []
+    for match in re.finditer(rf"(?<!\w){re.escape(plural)}(?!\w)", text, re.IGNORECASE):
+        listed = _NAMED_LIST.match(text[match.end() :])
+        if listed is None:
+            continue
+        names = [*re.split(r",?\s+", listed.group(1)), listed.group(2)]
+        if not all(is_name(name) for name in names):
+            continue
+        spec = default_vocabulary().spec(fact.predicate)
+        return [_as(fact, spec.normalise(f"{single} {name.casefold()}")) for name in names]
+    return []
 
 
 def is_name(word: str) -> bool:

@@ -212,3 +212,53 @@ def test_no_name_without_one_person_asked_after_and_one_bare_relation(
     said = [fact(p, o) for p, o in facts]
     held = [KnownValue(predicate=p, object=o) for p, o in known]
     assert named_by_question(said, question, held) == said
+
+
+@pytest.mark.parametrize(
+    ("text", "named"),
+    [
+        ("Mi son Jaden turn seven last week, him mad bout football", "son jaden"),
+        # the possessive is no part of the name
+        ("Me an' me son Liam's back from the pub", "son liam"),
+    ],
+)
+def test_a_capitalised_word_right_after_a_relation_is_its_name(text: str, named: str) -> None:
+    assert beside(text, ("family_member", "son")) == {("family_member", named)}
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "my son is coming on Tuesday",
+        "my husband I think is mad",
+        "my son Tuesday",  # a day is no name
+        "my son jaden turned seven",  # lower case gives no name to trust
+    ],
+)
+def test_no_direct_name_without_a_capitalised_name(text: str) -> None:
+    said = "husband" if "husband" in text else "son"
+    assert beside(text, ("family_member", said)) == {("family_member", said)}
+
+
+@pytest.mark.parametrize(
+    ("text", "said", "named"),
+    [
+        (
+            "Our daughters Ximena and Sofia turn 15 in July",
+            "daughters",
+            {"daughter ximena", "daughter sofia"},
+        ),
+        (
+            "my brothers, Tunde, Femi and Seyi are coming",
+            "brothers",
+            {"brother tunde", "brother femi", "brother seyi"},
+        ),
+        # no names listed: the plural stays as said
+        ("my daughters are fine, thanks", "daughters", {"daughters"}),
+        ("the twins and Mum are here", "twins", {"twins"}),
+    ],
+)
+def test_relatives_named_in_a_list_are_one_relative_each(
+    text: str, said: str, named: set[str]
+) -> None:
+    assert beside(text, ("family_member", said)) == {("family_member", n) for n in named}
