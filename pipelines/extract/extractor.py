@@ -44,6 +44,7 @@ from pipelines.extract.polarity import (
     SPAN_KEY,
     build_negex,
     dependency_negated,
+    is_conditional,
     is_hedged,
     is_negated,
     is_update,
@@ -368,7 +369,8 @@ class FactExtractor:
         for cand in found:
             negated = is_negated(cand.span) != cand.reverse
             polarity = Polarity.NEGATED if negated else Polarity.AFFIRMED
-            if hedged:
+            conditional = is_conditional(cand.span)
+            if hedged or conditional:
                 confidence = CONFIDENCE_HEDGED
             else:
                 confidence = CONFIDENCE_STATED if cand.explicit else CONFIDENCE_GUESSED_TOPIC
@@ -387,7 +389,7 @@ class FactExtractor:
                     text=statement(cand.predicate, cand.value, polarity),
                     intent=parsed.intent.value,
                     asserted_by=ASSERTORS[event.role],
-                    hedged=hedged,
+                    hedged=hedged or conditional,
                     is_update=update,
                     source_span=Span(
                         label="SENTENCE", text=sent.text, start=sent.start_char, end=sent.end_char
@@ -757,7 +759,7 @@ def in_scope(triple: LearnedTriple, doc: Any) -> LearnedTriple:
     if span is None:
         return triple
     negated = triple.negated or dependency_negated(span)
-    hedged = triple.hedged or is_hedged(span.sent.text)
+    hedged = triple.hedged or is_hedged(span.sent.text) or is_conditional(span)
     if (negated, hedged) == (triple.negated, triple.hedged):
         return triple
     return replace(triple, negated=negated, hedged=hedged)

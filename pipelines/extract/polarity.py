@@ -303,3 +303,49 @@ def _negator(token: Any) -> bool:
 def is_negated(span: Any) -> bool:
     """Negated by NegEx (run beforehand) or by the dependency rules."""
     return bool(getattr(span._, EXTENSION)) or dependency_negated(span)
+
+
+# A condition a plan hangs on ("if the hip is right", "If I pass", "if it keeps
+# going like this"): the speaker cannot yet say it will happen. A condition on
+# the listener or on someone who serves them ("if you take cards", "if she's
+# free then") leaves the speaker's own wish firm, and so do the set phrases
+# that condition nothing ("if I'm honest", "if anything", "if I can").
+_CONDITIONS = frozenset({"if", "unless"})
+_NOT_CONDITIONS = re.compile(
+    r"^(?:if|unless)\s+(?:i'?m honest|i am honest|anything|so|not|ever|i can|we can|poss"
+    r"|need be|needed|necessary|any|(?:that|it|this) (?:matters|helps|works|makes sense)"
+    r"|(?:that|it)'?s (?:ok|okay|alright|all right|fine))\b",
+    re.IGNORECASE,
+)
+_COMPLEMENT_CLAUSES = frozenset({"xcomp", "ccomp", "pcomp"})
+_OTHERS = frozenset({"you", "u", "ya", "ye", "yous", "she", "he", "they", "someone", "somebody"})
+
+
+def is_conditional(span: Any) -> bool:
+    """Whether the clause of ``span`` hangs on a condition of the speaker's, or states one."""
+    token = span.root
+    for _ in range(8):  # clause depth bound, as in dependency_negated
+        if _condition(token) or any(_condition(child) for child in token.children):
+            return True
+        # Up through the phrase to its clause's verb, and on only from a
+        # complement ("I want to work in Texas"): a condition on another
+        # clause of the sentence leaves this one as said.
+        if token.head is token or (
+            token.pos_ in {"VERB", "AUX"} and token.dep_ not in _COMPLEMENT_CLAUSES
+        ):
+            return False
+        token = token.head
+    return False
+
+
+def _condition(clause: Any) -> bool:
+    """Whether ``clause`` is an if-clause about the speaker or the world."""
+    if clause.dep_ != "advcl" or not any(
+        c.dep_ == "mark" and c.lower_ in _CONDITIONS for c in clause.children
+    ):
+        return False
+    words = clause.doc[clause.left_edge.i : clause.right_edge.i + 1].text
+    if _NOT_CONDITIONS.search(words):
+        return False
+    subjects = [c for c in clause.children if c.dep_ in {"nsubj", "nsubjpass", "expl"}]
+    return not any(s.lower_ in _OTHERS for s in subjects)

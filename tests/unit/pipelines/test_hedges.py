@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
-from pipelines.extract.polarity import is_hedged
+from pipelines.extract.polarity import is_conditional, is_hedged
+from pipelines.parse import DialogueParser
 
 
 @pytest.mark.parametrize(
@@ -62,3 +65,49 @@ def test_an_unsure_speaker_is_hedged(text: str) -> None:
 )
 def test_a_sure_speaker_is_not(text: str) -> None:
     assert not is_hedged(text)
+
+
+@pytest.fixture(scope="module")
+def nlp() -> Any:
+    return DialogueParser.load().nlp
+
+
+def _conditional(nlp: Any, text: str, word: str) -> bool:
+    doc = nlp(text)
+    token = next(t for t in doc if t.text == word)
+    return is_conditional(doc[token.i : token.i + 1])
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [
+        ("We are going to Lourdes in September with the parish if the hip is right", "Lourdes"),
+        ("If mi come, mi woulda fly out di 20th of August", "August"),
+        ("If I pass, I want to work in Texas.", "Texas"),
+        ("We're moving to Leeds in May if the sale goes through", "Leeds"),
+        # the condition's own value is no more certain than what hangs on it
+        ("If I get the job at Google, we move in May", "Google"),
+    ],
+)
+def test_a_value_hanging_on_the_speakers_condition_is_conditional(
+    nlp: Any, text: str, value: str
+) -> None:
+    assert _conditional(nlp, text, value)
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [
+        # a condition on the listener, or on who serves the speaker
+        ("By card, if you take cards.", "card"),
+        ("Thursday at 5:30 would suit me best, if she's free then.", "Thursday"),
+        # set phrases that condition nothing
+        ("Stuffed, if I'm honest. Doc says it's osteoarthritis.", "osteoarthritis"),
+        ("I'd rather see Dr Osei if I can, he knows my history.", "Osei"),
+        ("I work at Tesco, if that matters", "Tesco"),
+        # a condition on another clause of the sentence
+        ("dress fitting's tuesday btw, if the zip goes up it's a miracle", "tuesday"),
+    ],
+)
+def test_other_conditions_leave_the_value_as_said(nlp: Any, text: str, value: str) -> None:
+    assert not _conditional(nlp, text, value)
