@@ -27,6 +27,7 @@ from pipelines.extract.context import (
     offered_form,
     turn_topic,
 )
+from pipelines.extract.dislikes import stated_dislikes
 from pipelines.extract.endings import endings
 from pipelines.extract.events import answered_events, dated_events, moved_events
 from pipelines.extract.extras import offered_extras
@@ -233,6 +234,7 @@ class FactExtractor:
                 results[i] = dated_events(event, docs[i], results[i])
                 results[i] = move_plans(event, docs[i], results[i])
                 results[i] = whole_names(results[i], docs[i])
+                results[i] = stated_dislikes(event, docs[i], results[i])
             results[i] = moved_events(event, results[i], context.known, context.last_text)
             results[i] = answered_events(event, results[i], context.last_text, self.parser.nlp)
             results[i] = endings(event, results[i], context.known, context.last_text)
