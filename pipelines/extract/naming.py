@@ -269,9 +269,11 @@ _COLOURS = frozenset(
 # A kind read beside a name: a run of kind words with the colour before it and
 # "cross"/"mix" after it ("a collie cross", "a terrier mix").
 _KIND_TAIL = frozenset({"cross", "mix"})
-# A name given to a pet said before it: "she named him Smokey", "called her Nugget".
+# A name given to a pet said before it: "she named him Smokey", "called her
+# Nugget", "her name is Queso".
 _GIVEN = re.compile(
-    rf"\b(?i:call|calls|called|name|names|named)\s+(?i:him|her|it|them\s+)?\s*({_ANY_CASE}){_AFTER}"
+    rf"\b(?i:call|calls|called|name|names|named)(?:\s+(?i:is|was)|'s)?\s+(?i:him|her|it|them\s+)?"
+    rf"\s*({_ANY_CASE}){_AFTER}"
 )
 _NAME_AFTER_KIND = re.compile(rf"\s+({_CAPITAL}){_AFTER}")
 
@@ -281,7 +283,10 @@ def _pet_named(value: str, text: str, facts: Sequence[ExtractedFact]) -> str:
     words = value.split()
     if not words:
         return value
-    if is_pet_kind(words[-1]):
+    # "corgi mix" is a kind as much as "corgi" is.
+    if is_pet_kind(words[-1]) or (
+        len(words) > 1 and words[-1] in _KIND_TAIL and is_pet_kind(words[-2])
+    ):
         name = _name_given(value, text)
         # Another value holding the name with a kind of its own is that pet;
         # one holding the name alone is this one, said in part.

@@ -262,3 +262,21 @@ def test_relatives_named_in_a_list_are_one_relative_each(
     text: str, said: str, named: set[str]
 ) -> None:
     assert beside(text, ("family_member", said)) == {("family_member", n) for n in named}
+
+
+@pytest.mark.parametrize(
+    ("text", "said", "named"),
+    [
+        (
+            "WE GOT HER. corgi mix from the shelter, her name is Queso",
+            "corgi mix",
+            "corgi mix queso",
+        ),
+        ("we adopted a shepherd mix, his name is Moose", "shepherd mix", "shepherd mix moose"),
+        ("got a wee collie cross, name's Bramble", "collie cross", "collie cross bramble"),
+        # a cross or a mix with no name given stays as said
+        ("she's a collie cross, daft as a brush", "collie cross", "collie cross"),
+    ],
+)
+def test_a_cross_or_mix_takes_the_name_given_to_it(text: str, said: str, named: str) -> None:
+    assert pets(text, said) == [named]
