@@ -50,7 +50,6 @@ _POINTERS = frozenset({"it", "them", "that", "this", "those", "these", "him", "h
 _POINTERS |= frozenset({"everything", "anything", "nothing", "stuff", "thing", "things", "people"})
 _POINTERS |= frozenset({"when", "how", "what", "being", "myself", "yourself", "you", "u", "ya"})
 _MAX_WORDS = 4
-_CHANNEL = default_vocabulary().spec("contact_channel")
 # Above the review gate's commit threshold (0.82): the verb says the dislike
 # outright; a hedged one waits for the user (learned/facts.py).
 CONFIDENCE = 0.86
@@ -62,6 +61,8 @@ def stated_dislikes(
     """``facts`` with each thing the user says they hate or cannot stand, as a negated like."""
     if event.role is not Role.USER or doc is None:
         return list(facts)
+    vocabulary = default_vocabulary()
+    channel = vocabulary.spec("contact_channel")
     out = list(facts)
     for sent in doc.sents:
         if "?" in sent.text:
@@ -71,8 +72,8 @@ def stated_dislikes(
             if value is None:
                 continue
             # A way of being reached ("I hate phone calls") is a channel refused.
-            predicate = "contact_channel" if _CHANNEL.problem(value) is None else "likes"
-            value = default_vocabulary().spec(predicate).normalise(value)
+            predicate = "contact_channel" if channel.problem(value) is None else "likes"
+            value = vocabulary.spec(predicate).normalise(value)
             same = [f for f in out if f.predicate == predicate and _same_thing(f.object, value)]
             if any(f.polarity is Polarity.NEGATED for f in same):
                 continue

@@ -8,8 +8,9 @@ knows the name's extent: the run of capitalised proper nouns around the
 tagged words, with "&" inside it ("Khalid & Partners"). A value that is part
 of such a run becomes the whole run.
 
-Only capitalised proper nouns extend a value: a sentence's first word
-("Joined Careem") is a verb to the parser, and a lower-case name ("hugh owen
+Only capitalised proper nouns extend a value, and never over a sentence's
+first word: "Joined" of "Joined Careem" is capitalised as every opening word
+is (the parse may still call it a proper noun). A lower-case name ("hugh owen
 library") gives no extent to trust.
 """
 
