@@ -371,7 +371,8 @@ class FactExtractor:
         for cand in found:
             negated = is_negated(cand.span) != cand.reverse
             polarity = Polarity.NEGATED if negated else Polarity.AFFIRMED
-            conditional = is_conditional(cand.span)
+            # A hedged sentence hedges every value in it: no clause need be read.
+            conditional = not hedged and is_conditional(cand.span)
             if hedged or conditional:
                 confidence = CONFIDENCE_HEDGED
             else:
