@@ -409,7 +409,7 @@ def gold_compression(turns: list[Turn]) -> float:
 ROLES = {"dev": "dev", "held": "tuned", "held2": "blind"}
 ROLES |= {f"held{n}": "tuned" for n in range(3, 11)} | {"held11": "blind", "held12": "blind"}
 ROLES |= {name: "first" for name in BLIND_SPLITS}  # issue 12: scored once, errors never read
-ROLES |= {name: "trained" for name in BLIND_SPLITS if not (BLIND_DIR / f"{name}.txt").exists()}
+ROLES |= {name: "trained" for name in BLIND_SPLITS if first_sight_path(name).parent == TRAIN_DIR}
 COLUMNS = (
     ("turns", "turns", "{:>6.0f}"),
     ("gold", "gold triples", "{:>6.0f}"),
