@@ -43,6 +43,7 @@ from pipelines.extract.naming import (
 from pipelines.extract.plans import completed_plans
 from pipelines.extract.polarity import (
     SPAN_KEY,
+    answers_on_condition,
     build_negex,
     dependency_negated,
     is_conditional,
@@ -227,7 +228,7 @@ class FactExtractor:
                 and i in docs
                 and is_affirmation(event.text)
             ):
-                results[i] += self._confirmed(event, parsed, results[i], context)
+                results[i] += self._confirmed(event, parsed, results[i], context, docs[i])
             if event.role is Role.USER and context.agent_asked and is_refusal(event.text):
                 results[i] += _refused(event, parsed, results[i], context)
             if i in docs:
@@ -409,16 +410,18 @@ class FactExtractor:
         parsed: ParsedTurn,
         own: list[ExtractedFact],
         context: DialogueContext,
+        doc: Any,
     ) -> list[ExtractedFact]:
         """The agent's offers the user accepted with a plain yes (asserted by the user).
 
         A yes to a choice ("Saturday we have 9:30am or 11am." - "Great.") picks
-        neither of two values of one single-valued predicate.
+        neither of two values of one single-valued predicate. A yes on a
+        condition ("Yes, if I can get the morning off") accepts it unsure.
         """
         vocabulary = default_vocabulary()
         stated = {fact.predicate for fact in own}
         offered = Counter(vocabulary.canonical(offer.predicate) for offer in context.offers)
-        hedged = is_hedged(event.text)
+        hedged = is_hedged(event.text) or answers_on_condition(doc)
         confidence = CONFIDENCE_HEDGED if hedged else CONFIDENCE_CONFIRMED
         return [
             _answered(event, parsed, offer, Polarity.AFFIRMED, confidence, hedged=hedged)
@@ -750,12 +753,14 @@ def in_scope(triple: LearnedTriple, doc: Any) -> LearnedTriple:
     negator and the hedge cue wherever they are ("I don't think I can do
     Friday"), as it does for the rules' own spans. A value read from the
     previous turn is what the turn answers: a hedge anywhere in the answer
-    ("Let me check with my partner and get back to you") holds it.
+    ("Let me check with my partner and get back to you") holds it, and so
+    does a condition the reply sets ("Wouldn't miss it, if the cattle let me").
     """
     if doc is None:
         return triple
     if triple.from_context:
-        return replace(triple, hedged=True) if is_hedged(doc.text) else triple
+        held = is_hedged(doc.text) or answers_on_condition(doc)
+        return replace(triple, hedged=True) if held else triple
     if triple.end <= triple.start:
         return triple
     span = doc.char_span(triple.start, triple.end, alignment_mode="expand")

@@ -311,8 +311,9 @@ def is_negated(span: Any) -> bool:
 # free then") leaves the speaker's own wish firm, and so do the set phrases
 # that condition nothing ("if I'm honest", "if anything", "if I can").
 _CONDITIONS = frozenset({"if", "unless"})
+# "if I can" alone means "if possible"; "if I can get the morning off" is a condition.
 _NOT_CONDITIONS = re.compile(
-    r"^(?:if|unless)\s+(?:i'?m honest|i am honest|anything|so|not|ever|i can|we can|poss"
+    r"^(?:if|unless)\s+(?:i'?m honest|i am honest|anything|so|not|ever|(?:i|we) can(?=\W*$)|poss"
     r"|need be|needed|necessary|any|(?:that|it|this) (?:matters|helps|works|makes sense)"
     r"|(?:that|it)'?s (?:ok|okay|alright|all right|fine))\b",
     re.IGNORECASE,
@@ -336,6 +337,18 @@ def is_conditional(span: Any) -> bool:
             return False
         token = token.head
     return False
+
+
+def answers_on_condition(doc: Any) -> bool:
+    """Whether the reply that opens ``doc`` sets a condition of the speaker's.
+
+    "Wouldn't miss it, if the cattle let me" and "Aye, if the hip behaves"
+    accept what was asked, but only if: the value taken from the question is
+    not yet firm. Only the first sentence is read, because that is the reply;
+    a condition later in the turn is about what the turn goes on to say.
+    """
+    first = next(iter(doc.sents), None)
+    return first is not None and any(_condition(token) for token in first)
 
 
 def _condition(clause: Any) -> bool:

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from pipelines.extract.polarity import is_conditional, is_hedged
+from pipelines.extract.polarity import answers_on_condition, is_conditional, is_hedged
 from pipelines.parse import DialogueParser
 
 
@@ -87,6 +87,8 @@ def _conditional(nlp: Any, text: str, word: str) -> bool:
         ("We're moving to Leeds in May if the sale goes through", "Leeds"),
         # the condition's own value is no more certain than what hangs on it
         ("If I get the job at Google, we move in May", "Google"),
+        # "if I can" with more after it is a condition, not the set phrase
+        ("We'll take the flat in Leith if we can get the deposit together", "Leith"),
     ],
 )
 def test_a_value_hanging_on_the_speakers_condition_is_conditional(
@@ -111,3 +113,31 @@ def test_a_value_hanging_on_the_speakers_condition_is_conditional(
 )
 def test_other_conditions_leave_the_value_as_said(nlp: Any, text: str, value: str) -> None:
     assert not _conditional(nlp, text, value)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Wouldn't miss it, if the cattle let me.",
+        "Aye, if the hip behaves. Sailing from Rosyth.",
+        "Yes, if I can get the day off.",
+        "Sounds good if the weather holds",
+    ],
+)
+def test_a_reply_that_sets_its_own_condition_answers_on_condition(nlp: Any, text: str) -> None:
+    assert answers_on_condition(nlp(text))
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Yes please.",
+        # the listener's condition, and a set phrase
+        "Sure, if you can do it by Friday.",
+        "Yes, if I'm honest I'd forgotten.",
+        # a condition after the reply is about what the turn goes on to say
+        "Yes, the 14th. If it rains we'll eat inside.",
+    ],
+)
+def test_a_plain_or_otherwise_conditioned_reply_does_not(nlp: Any, text: str) -> None:
+    assert not answers_on_condition(nlp(text))

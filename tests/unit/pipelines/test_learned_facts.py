@@ -464,6 +464,24 @@ def _users(facts: list[ExtractedFact]) -> set[tuple[str, str, Polarity]]:
     return {(f.predicate, f.object, f.polarity) for f in facts if f.asserted_by is Assertor.USER}
 
 
+def test_a_yes_on_the_speakers_own_condition_accepts_the_offer_unsure(
+    hybrid: FactExtractor,
+) -> None:
+    _, answer = dialogue(
+        hybrid,
+        (Role.AGENT, "Can we book your boiler service for Tuesday the 9th?"),
+        (Role.USER, "Yes, if I can get the morning off."),
+    )
+    times = [f for f in answer if f.predicate.endswith("_time")]
+    assert times and all(f.hedged and f.confidence < 0.82 for f in times), answer
+    _, plain = dialogue(
+        hybrid,
+        (Role.AGENT, "Can we book your boiler service for Tuesday the 9th?"),
+        (Role.USER, "Yes, that's fine."),
+    )
+    assert [f for f in plain if f.predicate.endswith("_time") and not f.hedged], plain
+
+
 def test_a_time_of_the_users_own_sets_the_offered_one_aside(hybrid: FactExtractor) -> None:
     # The tagger reads the offer as context: "Make it 6:30 pm." took "saturday 7pm",
     # and the user's own, less sure time was dropped.
