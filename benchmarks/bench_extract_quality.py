@@ -72,6 +72,7 @@ BLIND_SPLITS = (
     *("friends_s", "cs_summit"),  # stop 36
     *("friends_t", "cs_tide"),  # stop 37
     *("friends_u", "cs_vale"),  # stop 38
+    *("friends_v", "cs_wren"),  # stop 39
 )
 # Which LongMemEval questions the natural-dialogue compression samples.
 NATURAL_SEED = 29

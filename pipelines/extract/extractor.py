@@ -33,6 +33,7 @@ from pipelines.extract.events import answered_events, dated_events, moved_events
 from pipelines.extract.extras import offered_extras
 from pipelines.extract.fragments import evaluation_candidates, fragment_candidates
 from pipelines.extract.learned.facts import SURE_TAG_SCORE, combine, learned_fact
+from pipelines.extract.moments import one_moment
 from pipelines.extract.moves import move_plans
 from pipelines.extract.naming import (
     named_as_held,
@@ -43,7 +44,7 @@ from pipelines.extract.naming import (
 from pipelines.extract.plans import completed_plans
 from pipelines.extract.polarity import (
     SPAN_KEY,
-    answers_on_condition,
+    answers_unsure,
     build_negex,
     dependency_negated,
     is_conditional,
@@ -69,6 +70,7 @@ from pipelines.extract.spans import (
 )
 from pipelines.extract.staff import with_staff
 from pipelines.extract.typed import typed
+from pipelines.extract.visits import as_visits
 from pipelines.ner.tagger import MODEL_PATH, NerTagger
 from pipelines.parse.model import Intent, ParsedTurn
 from pipelines.parse.parser import DialogueParser, parsed_head
@@ -246,6 +248,7 @@ class FactExtractor:
             if event.role is Role.USER:
                 results[i] = named_by_question(results[i], context.last_text, context.known)
             results[i] = [f for f in results[i] if not names_someone_else(f, context.known)]
+            results[i] = one_moment(results[i])
             # The topic a turn sets is that of the times it stated, else its first cue:
             # "I can't come on Monday, I'm travelling" stays about the appointment.
             times = [f.predicate for f in results[i] if "TIME" in f.fields]
@@ -303,6 +306,7 @@ class FactExtractor:
         for i, found in zip(english, triples, strict=True):
             scoped = [in_scope(t, docs.get(i)) for t in found if not is_aside(t, read_in(i, t))]
             scoped = completed_plans(scoped, docs.get(i))
+            scoped = as_visits(scoped, parsed_head(pairs[i][0].text))
             if _hedged_alone(scoped, docs.get(i)):
                 scoped = [replace(t, hedged=True) for t in scoped]
             out[i] = [(t, _sentence(t, docs.get(i))) for t in scoped]
@@ -421,7 +425,7 @@ class FactExtractor:
         vocabulary = default_vocabulary()
         stated = {fact.predicate for fact in own}
         offered = Counter(vocabulary.canonical(offer.predicate) for offer in context.offers)
-        hedged = is_hedged(event.text) or answers_on_condition(doc)
+        hedged = answers_unsure(doc)
         confidence = CONFIDENCE_HEDGED if hedged else CONFIDENCE_CONFIRMED
         return [
             _answered(event, parsed, offer, Polarity.AFFIRMED, confidence, hedged=hedged)
@@ -759,8 +763,7 @@ def in_scope(triple: LearnedTriple, doc: Any) -> LearnedTriple:
     if doc is None:
         return triple
     if triple.from_context:
-        held = is_hedged(doc.text) or answers_on_condition(doc)
-        return replace(triple, hedged=True) if held else triple
+        return replace(triple, hedged=True) if answers_unsure(doc) else triple
     if triple.end <= triple.start:
         return triple
     span = doc.char_span(triple.start, triple.end, alignment_mode="expand")

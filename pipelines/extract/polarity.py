@@ -339,6 +339,16 @@ def is_conditional(span: Any) -> bool:
     return False
 
 
+def answers_unsure(doc: Any) -> bool:
+    """Whether a reply holds what it takes from the question unsure.
+
+    A hedge anywhere in it ("let me check with my partner") or a condition it
+    sets ("yes, if I can get the morning off"): the tagger's values read from
+    the question and an accepted offer are both answers, so one test holds both.
+    """
+    return is_hedged(doc.text) or answers_on_condition(doc)
+
+
 def answers_on_condition(doc: Any) -> bool:
     """Whether the reply that opens ``doc`` sets a condition of the speaker's.
 
