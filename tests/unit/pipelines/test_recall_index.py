@@ -446,3 +446,51 @@ def test_asking_for_the_first_time_keeps_the_earlier_turn_first() -> None:
     focus = TimeFocus(order=Order.EARLIEST)
     hits = index.search("eye operation first date", vec(0, 1), at=NOW, k=2, focus=focus)
     assert ids(hits)[0] == "booked"
+
+
+def fitters_rebooked() -> UserIndex:
+    """A date quoted, then a terse rebooking whose words and vector share nothing with it."""
+    index = UserIndex(DIM)
+    index.upsert(
+        episode(
+            "quoted", "the fitters can start on Monday 4th October", days_ago=40, session_id="s2"
+        ),
+        vec(0, 2, 3),
+    )
+    # Cosine 0.29 to the quote: below SAME_TOPIC, above KIND_TOPIC.
+    index.upsert(
+        episode("moved", "fine, the 1st of November then", days_ago=3, session_id="s4"),
+        vec(1, 3, 4, 5),
+    )
+    index.upsert(episode("other", "the garden is lovely", days_ago=2, session_id="s4"), vec(6))
+    return index
+
+
+def test_a_later_turn_with_the_kind_of_value_asked_for_is_its_update() -> None:
+    # The two turns share few words and little of their vectors: the question
+    # ("when") says that both answer it, with a date each.
+    hits = fitters_rebooked().search("when are the fitters starting?", vec(0, 1), at=NOW, k=3)
+    assert ids(hits)[:2] == ["moved", "quoted"]
+
+
+@pytest.mark.parametrize("query", ["are the fitters starting?", "how much are the fitters?"])
+def test_a_question_not_asking_for_that_kind_of_value_links_no_update(query: str) -> None:
+    hits = fitters_rebooked().search(query, vec(0, 1), at=NOW, k=3)
+    assert ids(hits)[:2] == ["quoted", "moved"]
+
+
+def test_a_later_dated_turn_about_nothing_like_it_is_no_update() -> None:
+    index = UserIndex(DIM)
+    index.upsert(
+        episode(
+            "quoted", "the fitters can start on Monday 4th October", days_ago=40, session_id="s2"
+        ),
+        vec(0, 2, 3),
+    )
+    # Orthogonal to the quote: a date, but about something else.
+    index.upsert(
+        episode("party", "Tom's party is on the 1st of November", days_ago=3, session_id="s4"),
+        vec(1, 4, 5),
+    )
+    hits = index.search("when are the fitters starting?", vec(0, 1), at=NOW, k=2)
+    assert ids(hits) == ["quoted", "party"]
