@@ -948,6 +948,10 @@ def _problem_product(value: str) -> str | None:
     # ("I'm getting about 480 Mbps" read as plan = 480 measures a speed).
     if re.fullmatch(r"\d+(?:\.\d+)?", value.strip()):
         return "a plan or product is a name or a number with its unit, not a bare number"
+    # "mbps" cut from "the price of 500 Mbps": a unit alone names no plan either.
+    words = value.split()
+    if words and all(word in _UNITS for word in words):
+        return "a plan or product is a name or a number with its unit, not a unit alone"
     return _problem_text(value)
 
 

@@ -203,6 +203,8 @@ def test_surface_forms_of_one_value_are_the_same_value(
         ("plan", "500 Mbps", True),
         ("plan", "premium", True),
         ("plan", "480", False),
+        ("plan", "Mbps", False),  # cut from "the price of 500 Mbps"
+        ("plan", "gb", False),
         ("budget", "lots", False),
         ("name", "priya", True),
         ("name", "5550178", False),
