@@ -3,11 +3,11 @@
 "Booked from Monday 13 April, crew on site at 8am", "For Saturday July 4 we
 only have an 8am pickup left": the tagger marks the day and the clock as two
 values, and a single-valued time predicate then holds two versions of one
-moment, the clock superseding the day. The labelling guide writes the moment
-whole (``monday 13 april 8am``, benchmarks/devset/LABELLING.md), and so does
-this step when a turn holds exactly one day value and one clock value of the
-same time predicate, said alike (same polarity, voice and hedge). Two days or
-two clocks are a choice or a change, and stay apart.
+moment, the clock superseding the day. The labelling guide writes a time
+said together as one value (``monday 2pm``, benchmarks/devset/LABELLING.md),
+and so does this step, day first, when a turn holds exactly one day value and
+one clock value of the same time predicate, said alike (same polarity, voice
+and hedge). Two days or two clocks are a choice or a change, and stay apart.
 """
 
 from __future__ import annotations

@@ -448,8 +448,8 @@ def test_asking_for_the_first_time_keeps_the_earlier_turn_first() -> None:
     assert ids(hits)[0] == "booked"
 
 
-def fitters_rebooked() -> UserIndex:
-    """A date quoted, then a terse rebooking whose words and vector share nothing with it."""
+def fitters_quoted() -> UserIndex:
+    """An index holding one early turn that quotes a start date."""
     index = UserIndex(DIM)
     index.upsert(
         episode(
@@ -457,6 +457,12 @@ def fitters_rebooked() -> UserIndex:
         ),
         vec(0, 2, 3),
     )
+    return index
+
+
+def fitters_rebooked() -> UserIndex:
+    """The quote, then a terse rebooking that shares few words and little vector with it."""
+    index = fitters_quoted()
     # Cosine 0.29 to the quote: below SAME_TOPIC, above KIND_TOPIC.
     index.upsert(
         episode("moved", "fine, the 1st of November then", days_ago=3, session_id="s4"),
@@ -480,13 +486,7 @@ def test_a_question_not_asking_for_that_kind_of_value_links_no_update(query: str
 
 
 def test_a_later_dated_turn_about_nothing_like_it_is_no_update() -> None:
-    index = UserIndex(DIM)
-    index.upsert(
-        episode(
-            "quoted", "the fitters can start on Monday 4th October", days_ago=40, session_id="s2"
-        ),
-        vec(0, 2, 3),
-    )
+    index = fitters_quoted()
     # Orthogonal to the quote: a date, but about something else.
     index.upsert(
         episode("party", "Tom's party is on the 1st of November", days_ago=3, session_id="s4"),
