@@ -4,9 +4,9 @@
 for an amount of money, "how many are coming?" for a count. Two turns of a
 conversation that both carry a value of the asked kind, and both match the
 question, are most often two versions of one answer ("we can start on Monday
-4th October" ... "the 1st of November, yes please"), however different the
-rest of their words: recall then takes the later one as the update of the
-earlier (pipelines/recall_index.py, ``_updates_first``).
+4th October" ... "the 1st of November, yes please"), though they share few
+words: recall then takes the later one as the update of the earlier when the
+two are only loosely alike (pipelines/recall_index.py, ``KIND_TOPIC``).
 
 Pure and rule-based: English question words and value shapes. A question this
 does not recognise asks for no kind, and recall links updates by topic alone.

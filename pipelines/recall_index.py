@@ -707,8 +707,8 @@ class UserIndex:
         """Each of the best items just below its newest implicit update (see SAME_TOPIC).
 
         Two items that both carry a value of the kind the query asks for
-        (``pipelines.asked_value``) are about the same thing whatever their
-        other words: the question itself names the topic.
+        (``pipelines.asked_value``) are about the same thing from the lower
+        cosine KIND_TOPIC: the question itself names the topic.
         """
         window = heapq.nsmallest(LATEST_WINDOW, scored, key=lambda s: (-s.total, s.item.item_id))
         valued = [s for s in window if _CARRIES_VALUE.search(s.item.text)]
