@@ -73,6 +73,7 @@ BLIND_SPLITS = (
     *("friends_t", "cs_tide"),  # stop 37
     *("friends_u", "cs_vale"),  # stop 38
     *("friends_v", "cs_wren"),  # stop 39
+    *("friends_w", "cs_yarrow"),  # stop 40
 )
 # Which LongMemEval questions the natural-dialogue compression samples.
 NATURAL_SEED = 29

@@ -9,6 +9,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pipelines.extract.budgets import stated_budgets
 from pipelines.extract.candidates import (
     Candidate,
     TopicHints,
@@ -32,6 +33,7 @@ from pipelines.extract.endings import endings
 from pipelines.extract.events import answered_events, dated_events, moved_events
 from pipelines.extract.extras import offered_extras
 from pipelines.extract.fragments import evaluation_candidates, fragment_candidates
+from pipelines.extract.hometown import hometowns
 from pipelines.extract.learned.facts import SURE_TAG_SCORE, combine, learned_fact
 from pipelines.extract.moments import one_moment
 from pipelines.extract.moves import move_plans
@@ -236,6 +238,8 @@ class FactExtractor:
             if i in docs:
                 results[i] = dated_events(event, docs[i], results[i])
                 results[i] = move_plans(event, docs[i], results[i])
+                results[i] = hometowns(event, docs[i], results[i])
+                results[i] = stated_budgets(event, docs[i], results[i])
                 results[i] = whole_names(results[i], docs[i])
                 results[i] = stated_dislikes(event, docs[i], results[i])
             results[i] = moved_events(event, results[i], context.known, context.last_text)

@@ -31,6 +31,14 @@ _DESIRE = frozenset(
 )
 _MAX_WORDS = 7
 _ARTICLES = frozenset({"a", "an", "the"})
+# "opening my own salon" is the plan "open own salon": whose it is goes without saying.
+_OWNERS = frozenset({"my", "our", "your", "their"})
+# Words that end a sentence about a plan, not the plan: "do the great north
+# run in sept instead", "learn to cook it properly".
+_LOOSE_ENDS = frozenset(
+    {"instead", "properly", "anyway", "eventually", "finally", "soon", "then", "though", "first"}
+    | {"hopefully", "probably", "maybe", "definitely", "someday", "sometime", "later"}
+)
 _PRONOUNS = frozenset({"her", "him", "it", "them", "one", "that", "this", "those", "these", "some"})
 
 
@@ -44,7 +52,7 @@ def completed_plans(triples: list[LearnedTriple], doc: Any) -> list[LearnedTripl
             out.append(triple)
             continue
         span = doc.char_span(triple.start, triple.end, alignment_mode="expand")
-        phrase = _phrase(span) if span is not None else None
+        phrase = (_phrase(span) or _tidied(span)) if span is not None else None
         out.append(replace(triple, obj=phrase) if phrase else triple)
     # "get" and "guinea pig", both completed, are one plan; so are "buy little
     # house" and "buy little house in town".
@@ -76,6 +84,33 @@ def _phrase(span: Any) -> str | None:
         before = [*_particles(verb), *([preposition] if preposition is not None else [])]
         return _words(verb, [*before, *_inside(span)])
     return None
+
+
+def plan_phrase(verb: Any) -> str | None:
+    """The plan ``verb`` heads, with its particle and first complement, or None without one."""
+    tail = _complement(verb)
+    return _words(verb, [*_particles(verb), *tail]) if tail else None
+
+
+def _tidied(span: Any) -> str | None:
+    """A whole plan said as a verb phrase, in its one form: the verb's lemma, no dates.
+
+    "leaving St James's" is ``leave st james's``, "running the Edinburgh half
+    in May" ``run edinburgh half``, as the labelling guide writes a plan; the
+    tagger's span can run past a comma into the next clause, which is no part
+    of it.
+    """
+    verb = span[0]
+    if verb.pos_ != "VERB" or verb.lemma_.lower() in _DESIRE:
+        return None
+    rest = []
+    for token in span[1:]:
+        if token.is_punct:
+            break
+        if token.ent_type_ in _WHEN or (token.dep_ == "poss" and token.lower_ in _OWNERS):
+            continue
+        rest.append(token)
+    return _words(verb, rest) if rest else None
 
 
 def _governor(noun: Any) -> tuple[Any, Any]:
@@ -121,9 +156,13 @@ def _inside(span: Any) -> list[Any]:
 
 def _words(verb: Any, rest: list[Any]) -> str | None:
     tokens = sorted({t.i: t for t in rest if t.i > verb.i}.values(), key=lambda t: t.i)
-    words = [t.text.lower() for t in tokens if not (t.dep_ == "det" and t.lower_ in _ARTICLES)]
+    kept = [t for t in tokens if not (t.dep_ == "det" and t.lower_ in _ARTICLES)]
+    # Joined as written, so "James's" stays one word rather than "james 's".
+    words = "".join(f"{t.lower_}{' ' if t.whitespace_ else ''}" for t in kept).split()
     # "moving end of nov": when the plan happens is no part of what it is.
-    while words and not undated(words[-1]):
+    # A number is a part of what the plan names ("sell massey ferguson 135"); a
+    # year or a day said as a date is left out with its entity before this.
+    while words and (words[-1] in _LOOSE_ENDS or not (undated(words[-1]) or words[-1].isdigit())):
         words.pop()
     if not words or words[0] in _PRONOUNS or len(words) + 1 > _MAX_WORDS:
         return None  # "sell her": the tag is kept rather than a pronoun

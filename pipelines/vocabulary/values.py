@@ -63,12 +63,46 @@ _UNITS = {
     "years": "years", "yrs": "years", "months": "months", "days": "days", "%": "%",
 }  # fmt: skip
 _CURRENCY_SIGNS = {"£": "gbp", "$": "usd", "€": "eur", "¥": "jpy", "₹": "inr"}
+_CURRENCY_SIGNS |= {"₦": "ngn", "₱": "php"}
+# A dollar sign with its country in front ("A$40", "NZ$300"), and "R" or "Rs"
+# before an amount ("R5,000" is rand, "Rs 45,000" rupees).
+_CURRENCY_PREFIXES = (
+    (re.compile(r"\b(?:a|au)\$"), "aud"),
+    (re.compile(r"\b(?:c|ca)\$"), "cad"),
+    (re.compile(r"\bnz\$"), "nzd"),
+    (re.compile(r"\bhk\$"), "hkd"),
+    (re.compile(r"\bs\$"), "sgd"),
+    (re.compile(r"\bus\$"), "usd"),
+    (re.compile(r"\brs\.?\s?(?=\d)"), "inr"),
+    (re.compile(r"(?<![\w$])r\s?(?=\d)"), "zar"),
+)
 _CURRENCY_WORDS = {
     "gbp": "gbp", "pound": "gbp", "pounds": "gbp", "quid": "gbp", "usd": "usd",
     "dollar": "usd", "dollars": "usd", "bucks": "usd", "eur": "eur", "euro": "eur",
     "euros": "eur", "jpy": "jpy", "yen": "jpy", "inr": "inr", "rupees": "inr",
     "cad": "cad", "aud": "aud", "chf": "chf", "nzd": "nzd", "sek": "sek", "nok": "nok",
+    "rupee": "inr", "rand": "zar", "zar": "zar", "naira": "ngn", "ngn": "ngn", "cedi": "ghs",
+    "cedis": "ghs", "ghs": "ghs", "kes": "kes", "ksh": "kes", "shillings": "kes", "php": "php",
+    "pesos": "php", "sgd": "sgd", "hkd": "hkd", "aed": "aed", "dirhams": "aed", "yuan": "cny",
+    "rmb": "cny", "cny": "cny", "zloty": "pln", "pln": "pln", "francs": "chf",
 }  # fmt: skip
+# An amount said in words: "twelve hundred pounds", "four and a half thousand",
+# "ten grand", "a tenner", "320k".
+_AMOUNT_UNITS = {
+    word: n
+    for n, word in enumerate(
+        ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten")
+        + ("eleven", "twelve", "thirteen", "fourteen", "fifteen", "sixteen", "seventeen")
+        + ("eighteen", "nineteen")
+    )
+} | {"twenty": 20, "thirty": 30, "forty": 40, "fifty": 50, "sixty": 60, "seventy": 70}
+_AMOUNT_UNITS |= {"eighty": 80, "ninety": 90, "tenner": 10, "fiver": 5}
+_AMOUNT_SCALES = {"hundred": 100, "thousand": 1_000, "grand": 1_000, "k": 1_000, "m": 1_000_000}
+_AMOUNT_SCALES |= {"million": 1_000_000, "mil": 1_000_000, "bn": 1_000_000_000}
+_AMOUNT_SCALES |= {"billion": 1_000_000_000}
+# "a" is an amount before these: "a hundred", "a half", "a tenner".
+_A_COUNTS = frozenset({"half", "tenner", "fiver"})
+_AMOUNT_TOKEN = re.compile(r"\d+(?:\.\d+)?(?=k\b|m\b|bn\b)|\d+(?:\.\d+)?|[a-z]+")
 LANGUAGES = {
     "en": "english", "zh": "chinese", "cn": "chinese", "mandarin": "chinese",
     "es": "spanish", "fr": "french", "de": "german", "it": "italian",
@@ -346,15 +380,53 @@ def normalise_product(text: str) -> str:
 
 
 def normalise_money(text: str) -> str:
-    """'£15', '15 quid', 'GBP 15.00' -> '15 gbp'; a bare number stays a number."""
+    """'£15', '15 quid', 'GBP 15.00' -> '15 gbp', '£35k' -> '35000 gbp', 'ten grand' -> '10000'.
+
+    A bare number stays a number: the currency is the one said, or none.
+    """
     value = text.casefold().replace(",", "")
-    amount = _NUMBER.search(value)
+    amount = _amount(value)
     if amount is None:
         return _squash(value).strip(_PUNCT_ENDS)
-    number = amount.group(0).rstrip("0").rstrip(".") if "." in amount.group(0) else amount.group(0)
-    code = next((c for sign, c in _CURRENCY_SIGNS.items() if sign in value), None)
+    number = f"{amount:.2f}".rstrip("0").rstrip(".")
+    code = next((c for pattern, c in _CURRENCY_PREFIXES if pattern.search(value)), None)
+    code = code or next((c for sign, c in _CURRENCY_SIGNS.items() if sign in value), None)
     code = code or next((_CURRENCY_WORDS[w] for w in _words(value) if w in _CURRENCY_WORDS), None)
     return f"{number} {code}" if code else number
+
+
+def _amount(value: str) -> float | None:
+    """The first amount said in ``value``, in digits or words, with its scale ("k", "thousand")."""
+    tokens = _AMOUNT_TOKEN.findall(value)
+    total = current = 0.0
+    said = False
+    for n, word in enumerate(tokens):
+        after = tokens[n + 1] if n + 1 < len(tokens) else ""
+        if word[0].isdigit() or word in _AMOUNT_UNITS:
+            if said and current and word[0].isdigit():
+                break  # "2 for 1": a second number is another amount
+            current += float(word) if word[0].isdigit() else _AMOUNT_UNITS[word]
+        elif word == "half" and said:
+            current += 0.5
+        elif word in _AMOUNT_SCALES and said:
+            scale = _AMOUNT_SCALES[word]
+            if scale == 100:
+                current = (current or 1) * scale
+            else:
+                total += (current or 1) * scale
+                current = 0.0
+        elif word in {"a", "an"} and (after in _AMOUNT_SCALES or after in _A_COUNTS):
+            current += 1 if after in _AMOUNT_SCALES else 0
+            said = True
+            continue
+        elif word == "and" and said:
+            continue
+        elif said:
+            break
+        else:
+            continue
+        said = True
+    return total + current if said else None
 
 
 def normalise_language(text: str) -> str:
@@ -499,6 +571,10 @@ def _stem(word: str) -> str:
         if word.endswith(suffix) and len(word) - len(suffix) >= 3:
             word = word[: -len(suffix)]
             break
+    # "doing" / "do", "going" / "go": a two-letter verb with a vowel ("thing" and
+    # "bring" keep theirs).
+    if word.endswith("ing") and len(word) == 5 and word[1] in "aeiou":
+        return word[:2]
     if len(word) > 3 and word.endswith("e"):
         word = word[:-1]
     if len(word) > 3 and word[-1] == word[-2] and word[-1] not in "aeiousl":
@@ -908,6 +984,13 @@ def _problem_quantity(value: str) -> str | None:
     return None
 
 
+def same_money(a: str, b: str) -> bool:
+    """One amount, its currency said in one and not the other: "5000" = "5000 zar"."""
+    amount_a, _, code_a = a.partition(" ")
+    amount_b, _, code_b = b.partition(" ")
+    return amount_a == amount_b and (not code_a or not code_b)
+
+
 def _problem_money(value: str) -> str | None:
     if re.fullmatch(r"\d+(?:\.\d+)?(?: [a-z]{3})?", value) is None:
         return "an amount of money is a number with an optional currency"
@@ -981,7 +1064,7 @@ VALUE_TYPES: dict[str, ValueType] = {
         ValueType("datetime", normalise_datetime, _token_key, _problem_datetime),
         ValueType("date", normalise_datetime, _token_key, _problem_datetime),
         ValueType("quantity", normalise_quantity, str, _problem_quantity),
-        ValueType("money", normalise_money, str, _problem_money),
+        ValueType("money", normalise_money, str, _problem_money, same_money),
         ValueType("age", normalise_age, str, _problem_age),
         ValueType("code", normalise_code, str, _problem_code),
         ValueType("language", normalise_language, str, _problem_language),

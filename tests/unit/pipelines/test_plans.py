@@ -71,5 +71,44 @@ def test_a_plan_stays_as_tagged_when_nothing_completes_it(nlp: Any, text: str, p
     assert plans(nlp, text, part) == [part.lower()]
 
 
+@pytest.mark.parametrize(
+    ("text", "part", "plan"),
+    [
+        # a whole plan takes its verb's lemma, without articles or whose it is
+        ("I'm thinking of leaving St James's soon.", "leaving St James's", "leave st james's"),
+        (
+            "I'm opening my own salon in Katy.",
+            "opening my own salon in Katy",
+            "open own salon in katy",
+        ),
+        # when it happens, and how sure, is no part of it
+        (
+            "im thinking about running the edinburgh half in may",
+            "running the edinburgh half in may",
+            "run edinburgh half",
+        ),
+        (
+            "probably do the great north run in sept instead",
+            "do the great north run in sept instead",
+            "do great north run",
+        ),
+        # a number names the thing, not a date
+        (
+            "Might sell my Massey Ferguson 135 too.",
+            "sell my Massey Ferguson 135",
+            "sell massey ferguson 135",
+        ),
+        # the span ran past a comma into the next clause
+        (
+            "I'm thinking of leaving St James's, an agency offered me nights.",
+            "leaving St James's, an agency offered me nights",
+            "leave st james's",
+        ),
+    ],
+)
+def test_a_whole_plan_is_said_in_one_form(nlp: Any, text: str, part: str, plan: str) -> None:
+    assert plans(nlp, text, part) == [plan]
+
+
 def test_other_predicates_are_left_alone(nlp: Any) -> None:
     assert plans(nlp, "I'm buying a little house.", "buying", predicate="hobby") == ["buying"]

@@ -94,6 +94,16 @@ def test_ttl_classes() -> None:
         ("plan", "the 500 Mbps fibre plan", "500mbps fiber"),
         ("budget", "300 quid", "300 gbp"),
         ("budget", "£12.50", "12.5 gbp"),
+        # an amount's scale and words are its number
+        ("budget", "£35k", "35000 gbp"),
+        ("budget", "20 thousand pound", "20000 gbp"),
+        ("budget", "four and a half thousand", "4500"),
+        ("budget", "twelve hundred pounds", "1200 gbp"),
+        ("budget", "a tenner", "10"),
+        ("budget", "R5,000", "5000 zar"),
+        ("budget", "Rs 45,000", "45000 inr"),
+        ("budget", "A$500", "500 aud"),
+        ("budget", "2 for 1", "2"),
         ("age", "34 years old", "34"),
         ("preferred_language", "zh", "chinese"),
         ("preferred_language", "English", "english"),
@@ -138,6 +148,12 @@ def test_values_have_one_canonical_form(predicate: str, said: str, canonical: st
         ("address", "77 cedar road, flat 2", "flat 2", False),
         # Free text: content words, stemmed, in any order.
         ("plans_to", "move to exeter", "moving to Exeter", True),
+        ("budget", "5000", "R5,000", True),  # one amount, its currency said once
+        ("budget", "5000 gbp", "5000 usd", False),
+        ("budget", "320k", "320000 gbp", True),
+        ("plans_to", "doing childminding", "do childminding", True),  # a two-letter verb
+        ("plans_to", "going home", "go home", True),
+        ("hobby", "bring", "br", False),
         ("pet", "cat pepper", "Pepper the cat", True),
         ("event", "wedding in september", "wedding september", True),
         ("likes", "running", "run", True),
