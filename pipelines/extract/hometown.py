@@ -70,9 +70,11 @@ _PLACE_LABELS = frozenset({"GPE", "LOC", "FAC"})
 _PLACE_PREDICATES = frozenset({"lives_in", "travel", "visited", "lived_in", "hometown"})
 _LIVING = re.compile(r"\bliv(?:e|es|ed|ing)\b|\bstill\s+(?:there|here)\b", re.IGNORECASE)
 _SENTENCE_END = re.compile(r"[.!?;]")
-_OPENS = re.compile(r"[.!?;]\s*(?:that'?s|thats|that\s+is|it'?s|its|it\s+is)?\s*$", re.I)
+# A cue that opens its sentence ("... my mum. that's where I grew up") points back.
+_OPENS = re.compile(r"[.!?;]\s*(?:that'?s|thats|that\s+is|it'?s|its|it\s+is)?\s*$", re.IGNORECASE)
+# "I'm from British Gas about the meter": the caller's firm, not a home.
 _ON_BEHALF = re.compile(
-    r"\s*,?\s*(?:about|calling|regarding|re\b|here\s+to|ltd|limited|plc|inc)", re.I
+    r"\s*,?\s*(?:about|calling|regarding|re\b|here\s+to|ltd|limited|plc|inc)", re.IGNORECASE
 )
 # The place is this close to its cue: a few words.
 _NEAR_CHARS = 40
@@ -164,7 +166,6 @@ def _said(text: str, places: list[tuple[int, int, str]], role: Role) -> list[str
         if after:
             first = min(p[0] for p in after)
             place = max((p for p in after if p[0] == first), key=lambda p: p[1])
-            # "I'm from British Gas about the meter": a caller's firm, not a home.
             if not _ON_BEHALF.match(text[place[1] :]):
                 out.append(place[2])
     for m in _BEFORE.finditer(text):
