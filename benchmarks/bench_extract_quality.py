@@ -74,6 +74,7 @@ BLIND_SPLITS = (
     *("friends_u", "cs_vale"),  # stop 38
     *("friends_v", "cs_wren"),  # stop 39
     *("friends_w", "cs_yarrow"),  # stop 40
+    *("friends_x", "cs_zinnia"),  # stop 40, after its rules
 )
 # Which LongMemEval questions the natural-dialogue compression samples.
 NATURAL_SEED = 29
