@@ -25,23 +25,11 @@ from pipelines.extract.learned.facts import CONFIDENCE_HEDGED
 from pipelines.extract.polarity import is_hedged
 from pipelines.extract.typed import stated
 from pipelines.vocabulary import default_vocabulary
+from pipelines.vocabulary.values import MONEY_PATTERN
 from schemas.events import DialogueEvent, Role
 from schemas.facts import Assertor, ExtractedFact
 
-_SPOKEN = (
-    r"(?:a|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|fifteen|twenty"
-    r"|thirty|forty|fifty|sixty|seventy|eighty|ninety)"
-)
-# An amount of money: "£1,200", "CAD 600", "R5,000", "2k", "320k", "ten grand",
-# "four and a half thousand", "twelve hundred pounds", "a tenner".
-_AMOUNT = (
-    r"((?:(?:[£$€₹¥₦]|(?:a|au|c|ca|nz|us|hk|s)\$|(?:cad|aud|nzd|usd|eur|gbp|rs\.?|r)\s?)"
-    r"\d[\d,]*(?:\.\d+)?(?:k|m)?"
-    r"|\d[\d,]*(?:\.\d+)?(?:k|m)?(?:\s?(?:pounds?|quid|dollars?|bucks|euros?|rand|grand|thousand))?"
-    rf"|{_SPOKEN}(?:(?:\s+and\s+a\s+half)?\s+(?:hundred|thousand|grand))+"
-    r"(?:\s+(?:pounds?|quid|dollars?|bucks|euros?|rand))?"
-    r"|a\s+(?:tenner|fiver)))"
-)
+_AMOUNT = rf"({MONEY_PATTERN})"
 # Words before the amount that cap it, said by the user.
 _CAP_BEFORE = (
     r"\b(?:budget(?:'s|\s+is|\s+was|\s+of)?|budgeting|budgeted|max(?:imum)?(?:\s+is|\s+of)?"

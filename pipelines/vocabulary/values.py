@@ -19,7 +19,7 @@ values) are checked by membership.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 
@@ -66,13 +66,10 @@ _CURRENCY_SIGNS = {"£": "gbp", "$": "usd", "€": "eur", "¥": "jpy", "₹": "i
 _CURRENCY_SIGNS |= {"₦": "ngn", "₱": "php"}
 # A dollar sign with its country in front ("A$40", "NZ$300"), and "R" or "Rs"
 # before an amount ("R5,000" is rand, "Rs 45,000" rupees).
+_DOLLAR_COUNTRIES = {"a": "aud", "au": "aud", "c": "cad", "ca": "cad", "nz": "nzd"}
+_DOLLAR_COUNTRIES |= {"hk": "hkd", "s": "sgd", "us": "usd"}
 _CURRENCY_PREFIXES = (
-    (re.compile(r"\b(?:a|au)\$"), "aud"),
-    (re.compile(r"\b(?:c|ca)\$"), "cad"),
-    (re.compile(r"\bnz\$"), "nzd"),
-    (re.compile(r"\bhk\$"), "hkd"),
-    (re.compile(r"\bs\$"), "sgd"),
-    (re.compile(r"\bus\$"), "usd"),
+    *((re.compile(rf"\b{country}\$"), code) for country, code in _DOLLAR_COUNTRIES.items()),
     (re.compile(r"\brs\.?\s?(?=\d)"), "inr"),
     (re.compile(r"(?<![\w$])r\s?(?=\d)"), "zar"),
 )
@@ -103,6 +100,29 @@ _AMOUNT_SCALES |= {"billion": 1_000_000_000}
 # "a" is an amount before these: "a hundred", "a half", "a tenner".
 _A_COUNTS = frozenset({"half", "tenner", "fiver"})
 _AMOUNT_TOKEN = re.compile(r"\d+(?:\.\d+)?(?=k\b|m\b|bn\b)|\d+(?:\.\d+)?|[a-z]+")
+
+
+def _alternatives(words: Iterable[str]) -> str:
+    """A regex alternation of ``words``, longest first so that none hides a longer one."""
+    return "|".join(re.escape(w) for w in sorted(words, key=len, reverse=True))
+
+
+_NUMBER_WORDS = _alternatives(w for w in _AMOUNT_UNITS if w != "zero" and w not in _A_COUNTS)
+_CURRENCY_NAMES = _alternatives(_CURRENCY_WORDS)
+_CURRENCY_CODES = _alternatives(w for w in _CURRENCY_WORDS if len(w) == 3)
+_SIGNS = "".join(_CURRENCY_SIGNS)
+# An amount of money as said in a sentence, with the same signs, codes, words and
+# scales the money normaliser reads: "£1,200", "CAD 600", "R5,000", "NZ$300",
+# "2k", "320k", "ten grand", "four and a half thousand", "twelve hundred
+# pounds", "a tenner", "500 rupees". For stages that look for money in text.
+MONEY_PATTERN = (
+    rf"(?:(?:[{_SIGNS}]|(?:{_alternatives(_DOLLAR_COUNTRIES)})\$|(?:{_CURRENCY_CODES}|rs\.?|r)\s?)"
+    r"\d[\d,]*(?:\.\d+)?(?:k|m)?"
+    rf"|\d[\d,]*(?:\.\d+)?(?:k|m)?(?:\s?(?:{_CURRENCY_NAMES}|grand|thousand)\b)?"
+    rf"|(?:a|{_NUMBER_WORDS})(?:(?:\s+and\s+a\s+half)?\s+(?:hundred|thousand|grand))+"
+    rf"(?:\s+(?:{_CURRENCY_NAMES})\b)?"
+    r"|a\s+(?:tenner|fiver))"
+)
 LANGUAGES = {
     "en": "english", "zh": "chinese", "cn": "chinese", "mandarin": "chinese",
     "es": "spanish", "fr": "french", "de": "german", "it": "italian",

@@ -43,6 +43,10 @@ def budgets(facts: list[ExtractedFact]) -> list[str]:
         ("400 max", "400"),
         ("Two thousand, top whack.", "2000"),
         ("Nothing fancy, 280k max, not a penny more", "280000"),
+        # any amount the money normaliser reads (pipelines/vocabulary/values.py)
+        ("Honestly no more than seventeen hundred for the lot.", "1700"),
+        ("We can go up to 40,000 rupees for the whole thing.", "40000 inr"),
+        ("Keep it under NZ$300 please, it's a gift.", "300 nzd"),
     ],
 )
 def test_a_capped_amount_is_the_users_budget(nlp: Any, text: str, budget: str) -> None:
