@@ -75,6 +75,7 @@ BLIND_SPLITS = (
     *("friends_v", "cs_wren"),  # stop 39
     *("friends_w", "cs_yarrow"),  # stop 40
     *("friends_x", "cs_zinnia"),  # stop 40, after its rules
+    *("friends_y", "cs_aster"),  # stop 41
 )
 # Which LongMemEval questions the natural-dialogue compression samples.
 NATURAL_SEED = 29
