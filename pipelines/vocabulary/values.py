@@ -107,7 +107,7 @@ def _alternatives(words: Iterable[str]) -> str:
     return "|".join(re.escape(w) for w in sorted(words, key=len, reverse=True))
 
 
-_NUMBER_WORDS = _alternatives(w for w in _AMOUNT_UNITS if w != "zero" and w not in _A_COUNTS)
+_SPOKEN_AMOUNTS = _alternatives(w for w in _AMOUNT_UNITS if w != "zero" and w not in _A_COUNTS)
 _CURRENCY_NAMES = _alternatives(_CURRENCY_WORDS)
 _CURRENCY_CODES = _alternatives(w for w in _CURRENCY_WORDS if len(w) == 3)
 _SIGNS = "".join(_CURRENCY_SIGNS)
@@ -119,7 +119,7 @@ MONEY_PATTERN = (
     rf"(?:(?:[{_SIGNS}]|(?:{_alternatives(_DOLLAR_COUNTRIES)})\$|(?:{_CURRENCY_CODES}|rs\.?|r)\s?)"
     r"\d[\d,]*(?:\.\d+)?(?:k|m)?"
     rf"|\d[\d,]*(?:\.\d+)?(?:k|m)?(?:\s?(?:{_CURRENCY_NAMES}|grand|thousand)\b)?"
-    rf"|(?:a|{_NUMBER_WORDS})(?:(?:\s+and\s+a\s+half)?\s+(?:hundred|thousand|grand))+"
+    rf"|(?:a|{_SPOKEN_AMOUNTS})(?:(?:\s+and\s+a\s+half)?\s+(?:hundred|thousand|grand))+"
     rf"(?:\s+(?:{_CURRENCY_NAMES})\b)?"
     r"|a\s+(?:tenner|fiver))"
 )
