@@ -43,6 +43,7 @@ from pipelines.extract.naming import (
     named_by_question,
     named_pets,
 )
+from pipelines.extract.picks import picked_offers
 from pipelines.extract.plans import completed_plans
 from pipelines.extract.polarity import (
     SPAN_KEY,
@@ -246,6 +247,7 @@ class FactExtractor:
             results[i] = answered_events(event, results[i], context.last_text, self.parser.nlp)
             results[i] = endings(event, results[i], context.known, context.last_text)
             results[i] = users_own(typed(results[i]), event.text, context.last_text)
+            results[i] = picked_offers(event, results[i], context.offers)
             results[i] = named_in_answer(event, results[i], context.known, context.last_text)
             results[i] = named_pets(named_beside(results[i], event.text), event.text)
             results[i] = named_as_held(results[i], context.known)
