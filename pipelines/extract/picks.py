@@ -21,6 +21,7 @@ import re
 from collections.abc import Sequence
 
 from pipelines.extract.context import OfferedFact
+from pipelines.extract.typed import distinct
 from pipelines.vocabulary import TIME_TYPES, default_vocabulary
 from schemas.events import DialogueEvent, Role
 from schemas.facts import ExtractedFact, statement
@@ -55,7 +56,6 @@ def picked_offers(
     if not times:
         return list(facts)
     out: list[ExtractedFact] = []
-    seen: set[tuple[str, str, Polarity, str]] = set()
     for fact in facts:
         if vocabulary.spec(fact.predicate).type in TIME_TYPES and (
             fact.polarity is Polarity.AFFIRMED
@@ -72,9 +72,6 @@ def picked_offers(
                         "fields": fields,
                     }
                 )
-        spec = vocabulary.spec(fact.predicate)
-        key = (spec.name, spec.key(fact.object), fact.polarity, fact.asserted_by.value)
-        if key not in seen:
-            seen.add(key)
-            out.append(fact)
-    return out
+        out.append(fact)
+    # The piece and the whole offer, when the turn said both, are one fact.
+    return distinct(out)

@@ -10,7 +10,7 @@ re-statement is a confirmation of the same value, never a new version.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 from pipelines.vocabulary import Vocabulary, default_vocabulary
 from pipelines.vocabulary.values import MONTHS, WEEKDAYS, undated
@@ -60,10 +60,17 @@ def typed(
     # A dated predicate's value names something and dates it ("brother's
     # wedding 14 june"): a date alone ("next month") names no event.
     renamed = [f for f in renamed if not vocab.spec(f.predicate).dated or undated(f.object).strip()]
-    joined = _join_windows(renamed, vocab)
+    return distinct(_join_windows(renamed, vocab), vocab)
+
+
+def distinct(
+    facts: Iterable[ExtractedFact], vocabulary: Vocabulary | None = None
+) -> list[ExtractedFact]:
+    """``facts`` without a repeat: one value in two forms, said by one speaker, is kept once."""
+    vocab = vocabulary or default_vocabulary()
     seen: set[tuple[str, str, Polarity, str]] = set()
     unique = []
-    for fact in joined:
+    for fact in facts:
         spec = vocab.spec(fact.predicate)
         identity = (fact.predicate, spec.key(fact.object), fact.polarity, fact.asserted_by.value)
         if identity not in seen:
