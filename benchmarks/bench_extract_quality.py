@@ -77,6 +77,7 @@ BLIND_SPLITS = (
     *("friends_x", "cs_zinnia"),  # stop 40, after its rules
     *("friends_y", "cs_aster"),  # stop 41
     *("friends_z", "cs_bramble"),  # stop 41, for its changes and the retrained model
+    *("friends_aa", "cs_clover"),  # stop 42
 )
 # Which LongMemEval questions the natural-dialogue compression samples.
 NATURAL_SEED = 29
