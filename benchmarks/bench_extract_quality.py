@@ -78,6 +78,7 @@ BLIND_SPLITS = (
     *("friends_y", "cs_aster"),  # stop 41
     *("friends_z", "cs_bramble"),  # stop 41, for its changes and the retrained model
     *("friends_aa", "cs_clover"),  # stop 42
+    *("friends_bb", "cs_dahlia"),  # stop 42, for its changes
 )
 # Which LongMemEval questions the natural-dialogue compression samples.
 NATURAL_SEED = 29
@@ -525,7 +526,9 @@ def main(
             name: SplitResult(turns, *run_memstream(turns, parser, with_model))
             for name, turns in splits.items()
         }
-        title = f"memstream hybrid ({learned.name} tagger first + the rules' closed-form values)"
+        members = sorted(learned.glob("*.pt")) if learned.is_dir() else [learned]
+        tagger = " + ".join(m.name for m in members)
+        title = f"memstream hybrid ({tagger} tagger first + the rules' closed-form values)"
         tables.append((title, hybrid))
         ours = hybrid  # --errors lists the misses of the chain the pipeline runs
     tables.append(("baseline (keywords and regexes)", base))

@@ -7,7 +7,9 @@ heads (pipelines/extract/learned/model.py), then reloads the saved file and
 scores it on the validation files
 (``pipelines.extract.learned.training.VALIDATION_FILES``): their user turns,
 each after the turn before it, the measure every model since the first was
-compared on (benchmarks/devset/README.md).
+compared on (benchmarks/devset/README.md). One run trains one tagger; the
+packaged model is an ensemble of them (``model/extractor-N.pt``), and
+``--member N`` says which one this run replaces.
 
 Module-level imports stay light: torch and transformers load inside the
 command, so ``memstream --help`` stays fast.
@@ -112,8 +114,17 @@ def command(
         Path, typer.Option(help="Dev-set folder (blind/ is never read)")
     ] = DEFAULT_DATA,
     out: Annotated[
-        Path | None, typer.Option(help="Model file to write (default: the packaged model)")
+        Path | None,
+        typer.Option(help="Model file to write (default: the packaged member of --member)"),
     ] = None,
+    member: Annotated[
+        int,
+        typer.Option(
+            min=1,
+            help="Which member of the packaged ensemble to replace: "
+            "pipelines/extract/learned/model/extractor-N.pt (the job averages every member)",
+        ),
+    ] = 1,
     seed: Annotated[int, typer.Option(help="Seed for python and torch")] = DEFAULT_SEED,
     epochs: Annotated[
         int | None, typer.Option(help="Passes over the training turns [default: 6]")
@@ -156,7 +167,7 @@ def command(
     start = time.perf_counter()
     trained = _train_with_progress(train_aligned, config, seed, vocab)
     seconds = time.perf_counter() - start
-    target = out or MODEL_PATH
+    target = out or MODEL_PATH / f"extractor-{member}.pt"
     trained.save(target)
     # Scored after a reload from disk: the saved file is what is measured.
     model = LearnedExtractor.load(target, vocab)

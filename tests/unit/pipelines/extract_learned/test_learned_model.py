@@ -98,6 +98,63 @@ def test_reloaded_model_predicts_the_training_turns(trained: tuple[LearnedExtrac
     assert reloaded.predict([]) == []
 
 
+def test_a_directory_is_one_ensemble_whose_logits_are_the_members_means(
+    trained: tuple[LearnedExtractor, Path], tmp_path: Path
+) -> None:
+    import shutil
+
+    import torch
+
+    from pipelines.extract.learned.model import pieces
+    from pipelines.extract.learned.tagging import encode
+
+    first, path = trained
+    alignments = [
+        align(Example(f"t:{i}", "c", "c-s", i, role, text, previous, tuple(gold)))
+        for i, (previous, text, role, gold) in enumerate(TURNS)
+    ]
+    second = train_tagger(alignments, TINY, seed=8)
+    shutil.copy(path, tmp_path / "extractor-1.pt")
+    second.save(tmp_path / "extractor-2.pt")
+    ensemble = LearnedExtractor.load(tmp_path)
+    members = [LearnedExtractor.load(tmp_path / f"extractor-{n}.pt") for n in (1, 2)]
+    assert len(ensemble.model.members) == 2
+
+    encoded = [encode(previous, text, role) for previous, text, role, _ in TURNS]
+    batch = pieces(ensemble.tokenizer, encoded)
+    with torch.inference_mode():
+        together = ensemble.model(batch.ids, batch.mask)
+        alone = [m.model(batch.ids, batch.mask) for m in members]
+    for k in range(3):
+        assert torch.allclose(together[k], (alone[0][k] + alone[1][k]) / 2, atol=1e-5)
+    assert not torch.allclose(alone[0][0], alone[1][0])  # two different members
+    turns = [(previous, text, role) for previous, text, role, _ in TURNS]
+    assert len(ensemble.predict(turns)) == len(TURNS)
+    with pytest.raises(ValueError, match="saved as its members"):
+        ensemble.save(tmp_path / "both.pt")
+
+
+def test_an_ensemble_of_members_with_other_tags_is_refused(
+    trained: tuple[LearnedExtractor, Path], tmp_path: Path
+) -> None:
+    import shutil
+
+    import torch
+
+    _, path = trained
+    shutil.copy(path, tmp_path / "extractor-1.pt")
+    saved = torch.load(path, map_location="cpu", weights_only=True)
+    saved["tags"] = [saved["tags"][0], saved["tags"][2], saved["tags"][1], *saved["tags"][3:]]
+    torch.save(saved, tmp_path / "extractor-2.pt")
+    with pytest.raises(ValueError, match="another predicate list"):
+        LearnedExtractor.load(tmp_path)
+
+
+def test_a_directory_without_models_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match=r"no model file .*memstream train extractor"):
+        LearnedExtractor.load(tmp_path)
+
+
 def test_a_file_of_another_format_is_refused(tmp_path: Path) -> None:
     import torch
 
@@ -118,10 +175,13 @@ DEVSET = Path(__file__).resolve().parents[4] / "benchmarks" / "devset"
 def test_committed_model_is_small_and_scores_on_the_validation_split() -> None:
     from pipelines.extract.learned.model import MODEL_PATH
 
-    assert MODEL_PATH.stat().st_size <= MAX_COMMITTED_BYTES
+    members = sorted(MODEL_PATH.glob("*.pt"))
+    assert len(members) == 2  # the packaged ensemble (docs/operations.md, Training)
+    assert sum(m.stat().st_size for m in members) <= MAX_COMMITTED_BYTES
     _, validation = split_examples(DEVSET)
     users = [e for e in validation if e.role == "user"]
     model = LearnedExtractor.load(MODEL_PATH)
+    assert len(model.model.members) == 2
     predicted = model.predict([(e.previous_text, e.text, e.role) for e in users])
     report = score([align(e).gold for e in users], predicted)
     assert report.overall.f1 >= COMMITTED_F1_FLOOR
