@@ -526,8 +526,8 @@ def main(
             name: SplitResult(turns, *run_memstream(turns, parser, with_model))
             for name, turns in splits.items()
         }
-        members = sorted(learned.glob("*.pt")) if learned.is_dir() else [learned]
-        tagger = " + ".join(m.name for m in members)
+        model_files = sorted(learned.glob("*.pt")) if learned.is_dir() else [learned]
+        tagger = " + ".join(m.name for m in model_files)
         title = f"memstream hybrid ({tagger} tagger first + the rules' closed-form values)"
         tables.append((title, hybrid))
         ours = hybrid  # --errors lists the misses of the chain the pipeline runs

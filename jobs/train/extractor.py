@@ -122,7 +122,7 @@ def command(
         typer.Option(
             min=1,
             help="Which member of the packaged ensemble to replace: "
-            "pipelines/extract/learned/model/extractor-N.pt (the job averages every member)",
+            "pipelines/extract/learned/model/extractor-N.pt (the ingest job reads every member)",
         ),
     ] = 1,
     seed: Annotated[int, typer.Option(help="Seed for python and torch")] = DEFAULT_SEED,

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -125,13 +126,69 @@ def test_a_directory_is_one_ensemble_whose_logits_are_the_members_means(
     with torch.inference_mode():
         together = ensemble.model(batch.ids, batch.mask)
         alone = [m.model(batch.ids, batch.mask) for m in members]
-    for k in range(3):
-        assert torch.allclose(together[k], (alone[0][k] + alone[1][k]) / 2, atol=1e-5)
     assert not torch.allclose(alone[0][0], alone[1][0])  # two different members
+    # Each sequence is the first member's reading (it was sure) or the mean.
+    for row in range(len(TURNS)):
+        as_first = all(torch.allclose(together[k][row], alone[0][k][row]) for k in range(3))
+        as_mean = all(
+            torch.allclose(together[k][row], (alone[0][k][row] + alone[1][k][row]) / 2, atol=1e-5)
+            for k in range(3)
+        )
+        assert as_first or as_mean, row
     turns = [(previous, text, role) for previous, text, role, _ in TURNS]
     assert len(ensemble.predict(turns)) == len(TURNS)
     with pytest.raises(ValueError, match="saved as its members"):
         ensemble.save(tmp_path / "both.pt")
+
+
+class _Fixed:
+    """A stand-in member: fixed logits per sequence, and the batch sizes it was given."""
+
+    def __init__(self, tags: list[list[list[float]]], flags: list[list[float]]) -> None:
+        import torch
+
+        self.tags = torch.tensor(tags)
+        self.flags = torch.tensor(flags)
+        self.rows: list[int] = []
+
+    def module(self) -> Any:
+        from torch import nn
+
+        fixed = self
+
+        class Member(nn.Module):
+            def forward(self, ids: Any, mask: Any) -> tuple[Any, Any, Any]:
+                fixed.rows.append(len(ids))
+                rows = ids[:, 0]  # each test sequence's first id is its row number
+                return fixed.tags[rows], fixed.flags[rows], fixed.flags[rows]
+
+        return Member()
+
+
+def test_the_second_member_runs_only_where_the_first_is_unsure() -> None:
+    import torch
+
+    from pipelines.extract.learned.model import SURE_ALONE, averaged
+
+    sure, unsure = [8.0, -8.0, -8.0], [0.2, 0.0, 0.1]  # O, B-x, I-x
+    tagged_unsure_flag = [-8.0, 8.0, -8.0]  # a sure B-x whose negation is 50/50
+    first = _Fixed(
+        [[sure, sure], [sure, unsure], [sure, tagged_unsure_flag]],
+        [[-8.0, -8.0], [-8.0, -8.0], [-8.0, 0.0]],
+    )
+    second = _Fixed(
+        [[unsure, unsure], [[0.0, 4.0, 0.0], sure], [sure, sure]],
+        [[4.0, 4.0], [4.0, 4.0], [4.0, 4.0]],
+    )
+    model = averaged([first.module(), second.module()], outside=0)
+    ids = torch.tensor([[0, 9], [1, 9], [2, 9]])
+    tags, negated, _ = model(ids, torch.ones_like(ids))
+    assert second.rows == [2]  # rows 1 and 2 only
+    assert torch.equal(tags[0], first.tags[0]) and torch.equal(negated[0], first.flags[0])
+    for row in (1, 2):
+        assert torch.allclose(tags[row], (first.tags[row] + second.tags[row]) / 2)
+        assert torch.allclose(negated[row], (first.flags[row] + second.flags[row]) / 2)
+    assert 0.5 < SURE_ALONE < 1.0
 
 
 def test_an_ensemble_of_members_with_other_tags_is_refused(
