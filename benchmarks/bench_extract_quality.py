@@ -79,6 +79,7 @@ BLIND_SPLITS = (
     *("friends_z", "cs_bramble"),  # stop 41, for its changes and the retrained model
     *("friends_aa", "cs_clover"),  # stop 42
     *("friends_bb", "cs_dahlia"),  # stop 42, for its changes
+    *("friends_cc", "cs_ember"),  # stop 43
 )
 # Which LongMemEval questions the natural-dialogue compression samples.
 NATURAL_SEED = 29
