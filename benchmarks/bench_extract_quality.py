@@ -26,6 +26,7 @@ from pathlib import Path
 
 from pipelines.extract import FactExtractor
 from pipelines.extract.learned.model import MODEL_PATH as LEARNED_MODEL
+from pipelines.extract.learned.model import model_files
 from pipelines.extract.typed import window_part
 from pipelines.extract.vocabulary import canonical_phone, canonical_time
 from pipelines.parse import DialogueParser
@@ -527,8 +528,7 @@ def main(
             name: SplitResult(turns, *run_memstream(turns, parser, with_model))
             for name, turns in splits.items()
         }
-        model_files = sorted(learned.glob("*.pt")) if learned.is_dir() else [learned]
-        tagger = " + ".join(m.name for m in model_files)
+        tagger = " + ".join(m.name for m in model_files(learned))
         title = f"memstream hybrid ({tagger} tagger first + the rules' closed-form values)"
         tables.append((title, hybrid))
         ours = hybrid  # --errors lists the misses of the chain the pipeline runs

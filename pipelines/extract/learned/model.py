@@ -178,6 +178,14 @@ def pieces(tokenizer: Any, encoded: Sequence[Encoded]) -> Pieces:
     return Pieces(out["input_ids"], out["attention_mask"].to(torch.long), firsts)
 
 
+def model_files(path: Path) -> list[Path]:
+    """The tagger files at ``path``: the file itself, or a directory's ``*.pt`` by name.
+
+    By name, so the first member (which tags every sequence) is stable.
+    """
+    return sorted(path.glob("*.pt")) if path.is_dir() else [path]
+
+
 def _load_member(path: Path) -> tuple[Any, list[str], TaggerConfig]:
     """One saved tagger on the packaged MiniLM, in eval mode, with its tags and config."""
     import torch
@@ -294,7 +302,7 @@ class LearnedExtractor:
         members must tag with the same tag list; their logits are averaged where
         the first is unsure (``averaged``).
         """
-        paths = sorted(path.glob("*.pt")) if path.is_dir() else [path]
+        paths = model_files(path)
         if not paths:
             raise ValueError(f"{path}: no model file (*.pt): train one (memstream train extractor)")
         members = [_load_member(file) for file in paths]

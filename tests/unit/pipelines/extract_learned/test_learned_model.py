@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from pipelines.extract.learned.model import LearnedExtractor, TaggerConfig
+from pipelines.extract.learned.model import LearnedExtractor, TaggerConfig, model_files
 from pipelines.extract.learned.scoring import score
 from pipelines.extract.learned.tagging import Example, GoldTriple, align
 from pipelines.extract.learned.training import split_examples, train_tagger
@@ -210,6 +210,14 @@ def test_an_ensemble_of_members_with_other_tags_is_refused(
 def test_a_directory_without_models_is_refused(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match=r"no model file .*memstream train extractor"):
         LearnedExtractor.load(tmp_path)
+
+
+def test_a_directory_lists_its_members_by_name_and_a_file_is_itself(tmp_path: Path) -> None:
+    for name in ("extractor-2.pt", "notes.txt", "extractor-10.pt", "extractor-1.pt"):
+        (tmp_path / name).write_bytes(b"")
+    names = [path.name for path in model_files(tmp_path)]
+    assert names == ["extractor-1.pt", "extractor-10.pt", "extractor-2.pt"]
+    assert model_files(tmp_path / "extractor-2.pt") == [tmp_path / "extractor-2.pt"]
 
 
 def test_a_file_of_another_format_is_refused(tmp_path: Path) -> None:
