@@ -148,7 +148,8 @@ class IngestAgent:
             key_type=bytes,
             partitions=partitions,
             use_partitioner=True,
-            # Snapshots reach ~5 MiB at the ReviewConfig caps (review/config.py).
+            # Snapshots reach ~2 MiB at the ReviewConfig caps (review/config.py; ~5 MiB
+            # before vectors were packed, pipelines/snapshot_vectors.py).
             extra_topic_configs={"max.message.bytes": str(config.max_message_bytes)},
         )
 

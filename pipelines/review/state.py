@@ -28,13 +28,14 @@ from typing import Any
 
 from pipelines.behaviour.window import BehaviourWindow
 from pipelines.review.rules import attribute
+from pipelines.snapshot_vectors import pack_record, unpack_record
 from pipelines.triggers.state import TriggerState
 from pipelines.vocabulary import PredicateSpec, default_vocabulary
 from schemas.lineage import SourceLineage
 from schemas.memory import MemoryRecord, Polarity, Tier
 
-# Tails are ~100 bytes against a head's ~10-20 KB, so keeping 8 per head
-# costs under 10% of the heads' budget while remembering the chains of facts
+# Tails are ~100 bytes against a head's ~7 KB (its vectors packed), so keeping 8 per head
+# costs about a tenth of the heads' budget while remembering the chains of facts
 # that expired long ago.
 TAILS_PER_CHAIN = 8
 # Closed values remembered per chain, so a statement that arrives after a newer
@@ -46,7 +47,10 @@ PAST_PER_CHAIN = 4
 MAX_DIALOGUE_SESSIONS = 16
 # The previous turn an episode quotes is cut to this (pipelines/episodes.py cuts the same).
 MAX_LAST_TURN_CHARS = 400
-SNAPSHOT_VERSION = 1
+# 2: dense vectors packed as base64 (pipelines/snapshot_vectors.py);
+# version 1 snapshots (JSON number lists) still restore.
+SNAPSHOT_VERSION = 2
+READABLE_SNAPSHOT_VERSIONS = frozenset({1, SNAPSHOT_VERSION})
 
 
 class PendingCause(StrEnum):
@@ -120,7 +124,7 @@ class PendingItem:
         """JSON-ready form for the snapshot."""
         expires = self.fact_expires_at
         return {
-            "record": self.record.model_dump(mode="json"),
+            "record": pack_record(self.record.model_dump(mode="json")),
             "cause": self.cause.value,
             "fact_expires_at": None if expires is None else expires.isoformat(),
             "may_merge": self.may_merge,
@@ -131,7 +135,7 @@ class PendingItem:
         """Inverse of ``to_json``."""
         expires = data["fact_expires_at"]
         return cls(
-            record=MemoryRecord.model_validate(data["record"]),
+            record=MemoryRecord.model_validate(unpack_record(data["record"])),
             cause=PendingCause(data["cause"]),
             fact_expires_at=None if expires is None else datetime.fromisoformat(expires),
             may_merge=bool(data["may_merge"]),
@@ -356,7 +360,7 @@ class UserMemoryState:
             "snapshot_version": SNAPSHOT_VERSION,
             "max_chains": self.max_chains,
             "max_pending": self.max_pending,
-            "heads": [head.model_dump(mode="json") for head in self.heads.values()],
+            "heads": [pack_record(head.model_dump(mode="json")) for head in self.heads.values()],
             "tails": [[c, t.fact_id, t.version, t.semantic] for c, t in self.tails.items()],
             "past": {c: [v.to_json() for v in past] for c, past in self.past.items()},
             "pending": [item.to_json() for item in self.pending.values()],
@@ -372,11 +376,11 @@ class UserMemoryState:
     @classmethod
     def restore(cls, data: dict[str, Any]) -> UserMemoryState:
         """Rebuild a state from ``snapshot()`` output (also after a JSON round trip)."""
-        if data.get("snapshot_version") != SNAPSHOT_VERSION:
+        if data.get("snapshot_version") not in READABLE_SNAPSHOT_VERSIONS:
             raise ValueError(f"unknown snapshot_version {data.get('snapshot_version')!r}")
         state = cls(max_chains=data["max_chains"], max_pending=data["max_pending"])
         for raw in data["heads"]:
-            head = MemoryRecord.model_validate(raw)
+            head = MemoryRecord.model_validate(unpack_record(raw))
             state.heads[head.chain_id] = head
         for chain, fact, version, semantic in data["tails"]:
             state.tails[chain] = ChainTail(fact, version, semantic)

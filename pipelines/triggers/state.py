@@ -13,6 +13,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from pipelines.snapshot_vectors import pack_vector, unpack_vector
 from pipelines.triggers.model import TriggerDecision
 
 CENTROID_DECIMALS = 6
@@ -68,7 +69,7 @@ class SessionTriggerState:
     def to_dict(self) -> dict[str, Any]:
         return {
             "session_id": self.session_id,
-            "centroid_sum": list(self.centroid_sum),
+            "centroid_sum": pack_vector(self.centroid_sum) if self.centroid_sum else [],
             "content_turns": self.content_turns,
             "last_user_intent": self.last_user_intent,
             "known_terms": list(self.known_terms),
@@ -80,7 +81,7 @@ class SessionTriggerState:
     def from_dict(cls, data: Mapping[str, Any]) -> SessionTriggerState:
         return cls(
             session_id=str(data["session_id"]),
-            centroid_sum=[float(x) for x in data.get("centroid_sum", [])],
+            centroid_sum=unpack_vector(data.get("centroid_sum", [])),
             content_turns=int(data.get("content_turns", 0)),
             last_user_intent=data.get("last_user_intent"),
             known_terms=[str(t) for t in data.get("known_terms", [])],

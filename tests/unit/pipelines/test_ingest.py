@@ -13,6 +13,7 @@ from memstream.data import sample_dir
 from pipelines.errors import StageError
 from pipelines.ingest import IngestPipeline, IngestResult, SourceRecord, dead_letter
 from pipelines.review import Reviewer, UserMemoryState
+from pipelines.snapshot_vectors import is_packed, unpack_vector
 from schemas.deadletter import DeadLetterReason
 from schemas.topics import CRM_WEBHOOKS, DIALOGUE_EVENTS, USER_ACTIONS
 
@@ -59,9 +60,14 @@ def test_results_do_not_depend_on_batch_size(pipeline: IngestPipeline) -> None:
 
 
 def _assert_same(a: Any, b: Any, path: str) -> None:
-    """Equal, except floats within 1e-5: MiniLM's vectors move by ~1e-7 with batch size."""
+    """Equal, except floats within 1e-5: MiniLM's vectors move by ~1e-7 with batch size.
+
+    Vectors are compared unpacked (snapshots hold them as base64, pipelines/snapshot_vectors.py).
+    """
     if isinstance(a, float) and isinstance(b, float):
         assert math.isclose(a, b, abs_tol=1e-5), path
+    elif is_packed(a) and is_packed(b):
+        _assert_same(unpack_vector(a), unpack_vector(b), path)  # type: ignore[arg-type]
     elif isinstance(a, dict) and isinstance(b, dict):
         assert list(a) == list(b), path
         for k in a:
