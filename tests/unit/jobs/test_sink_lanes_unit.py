@@ -132,20 +132,26 @@ def test_a_store_up_but_slow_empties_its_spool_batch_by_batch() -> None:
     chroma.fail_with = None
     chroma.seconds = chroma.latency_budget_s * 2
     depths = []
+    clock.now += FAST.probe_initial_s  # the first probe after the outage
     for _ in range(3):
-        clock.now += FAST.probe_initial_s  # a progressing drain keeps the first wait
-        lane.apply([])
+        lane.apply([])  # a drain that progressed probes again on the next loop, no wait
         depths.append(spool.spool_depth())
     assert depths == [2 * lane.drain_chunk, lane.drain_chunk, 0]
     assert [op.op_id for op in chroma.applied] == [op.op_id for op in backlog]
-    # Still slow, so new operations keep following the backlog into the spool...
-    later = upsert(record("g1", "friday"))
-    lane.apply([later])
+    # The spool is empty: the next loop's probe finds nothing left, and writes
+    # go direct again, judged by the budget like any direct write...
+    first, second, third = (upsert(record(f"g{i}", "friday")) for i in range(3))
+    lane.apply([first])
+    assert spool.spool_depth() == 0
+    # ...so two slow ones in a row send the store back to its spool...
+    lane.apply([second])
+    lane.apply([third])
     assert spool.spool_depth() == 1
     # ...until a drain comes in under the budget and direct writes resume.
     chroma.seconds = 0.0
     clock.now += FAST.probe_initial_s
-    direct = upsert(record("g2", "friday"))
+    direct = upsert(record("g3", "friday"))
     lane.apply([direct])
     assert spool.spool_depth() == 0
-    assert [op.op_id for op in chroma.applied][-2:] == [later.op_id, direct.op_id]
+    applied = [op.op_id for op in chroma.applied][len(backlog) :]
+    assert applied == [op.op_id for op in (first, second, third, direct)]

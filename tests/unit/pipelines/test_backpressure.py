@@ -58,6 +58,30 @@ def test_a_completed_drain_returns_to_direct_and_reports_the_outage_length() -> 
     assert policy.probe_due(201)
 
 
+def test_a_drain_that_progressed_on_a_slow_store_probes_again_at_once() -> None:
+    # Waiting after such a drain capped it at a batch or two a second, below
+    # what arrived in the soak benchmark; the store is up, so drain again.
+    policy = StorePolicy("chroma", CONFIG)
+    policy.record_failure(now=10)
+    policy.record_drain(completed=False, now=11)  # failed: the wait doubles to 2 s
+    assert not policy.probe_due(12)
+    policy.record_drain(completed=False, progressed=True, now=13)
+    assert policy.probe_due(13)
+    # A failure after progress backs off from the first wait again (doubled: 2 s).
+    policy.record_drain(completed=False, now=13)
+    assert not policy.probe_due(14.5)
+    assert policy.probe_due(15)
+
+
+def test_the_wait_after_progress_is_configurable() -> None:
+    config = BackpressureConfig(probe_initial_s=1.0, probe_max_s=4.0, probe_after_progress_s=0.5)
+    policy = StorePolicy("neo4j", config)
+    policy.record_failure(now=0)
+    policy.record_drain(completed=False, progressed=True, now=1)
+    assert not policy.probe_due(1.4)
+    assert policy.probe_due(1.5)
+
+
 def test_a_restart_with_a_non_empty_spool_drains_before_any_direct_write() -> None:
     policy = StorePolicy("neo4j", CONFIG, spooled=True, now=50)
     assert not policy.direct
@@ -81,6 +105,8 @@ def test_the_policy_rejects_events_that_cannot_happen_in_its_state() -> None:
         {"latency_budget_s": 0},
         {"slow_writes_to_trip": 0},
         {"probe_initial_s": 5, "probe_max_s": 1},
+        {"probe_after_progress_s": -1},
+        {"probe_after_progress_s": 60, "probe_max_s": 30},
     ],
 )
 def test_invalid_config_is_refused(kwargs: dict[str, float]) -> None:
