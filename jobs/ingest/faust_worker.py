@@ -66,6 +66,7 @@ from datetime import UTC, datetime
 from typing import Any, cast
 
 import faust
+from aiokafka.errors import IllegalStateError
 from faust.serializers import codecs
 from faust.types import TP, RecordMetadata
 from mode.types.signals import BaseSignalT
@@ -234,7 +235,7 @@ class IngestAgent:
                     2 * STALL_S,
                     end,
                 )
-                await self.app.consumer.seek_wait({tp: offset})
+                await self._seek(tp, offset)
 
     async def _unstall_unseen(self, unseen: Iterable[TP]) -> None:
         """Seek an assigned partition again that has sent nothing for STALL_S while records wait.
@@ -263,7 +264,7 @@ class IngestAgent:
                     ends[position],
                     start,
                 )
-                await self.app.consumer.seek_wait({tp: start})
+                await self._seek(tp, start)
 
     async def _handle(self, messages: Sequence[Any]) -> None:
         started = time.perf_counter()
@@ -327,7 +328,24 @@ class IngestAgent:
                 "records of %s missing from offset %d: re-reading from %d", tp, expected, offset
             )
         self.positions.start(tp, offset)
-        await self.app.consumer.seek_wait({tp: offset})
+        await self._seek(tp, offset)
+
+    async def _seek(self, tp: TP, offset: int) -> None:
+        """Seek ``tp`` to ``offset`` unless a rebalance took it away meanwhile.
+
+        The stall checks decide from an assignment read before they await the
+        broker's offsets; measured in CI, the group rebalanced in between, the
+        seek of a partition no longer assigned raised aiokafka's
+        IllegalStateError in the recommit timer, and the worker crashed. A
+        partition that is gone is its new owner's to read.
+        """
+        if tp not in self.app.consumer.assignment():
+            log.info("%s no longer assigned: not seeking it to %d", tp, offset)
+            return
+        try:
+            await self.app.consumer.seek_wait({tp: offset})
+        except IllegalStateError:
+            log.info("%s revoked while seeking it to %d", tp, offset)
 
     async def _on_revoked(
         self, sender: Any, /, *args: Any, signal: BaseSignalT[Any], **_: Any
