@@ -45,8 +45,9 @@ class SessionTriggerState:
         if not self.centroid_sum or len(unit) != len(self.centroid_sum):
             # A new encoder (another dimension) restarts the centroid rather than mixing spaces.
             self.centroid_sum, self.content_turns = [0.0] * len(unit), 0
-        # Six decimals: the cosine moves by < 1e-5, and the state's JSON is half the size
-        # (what is held is what is serialised, so a restored state decides alike).
+        # Six decimals: the cosine moves by < 1e-5. Snapshots pack the sum as float64
+        # (pipelines/snapshot_vectors.py), so the rounding no longer saves bytes; what
+        # is held is what is serialised, so a restored state decides alike.
         self.centroid_sum = [
             round(a + b, CENTROID_DECIMALS) for a, b in zip(self.centroid_sum, unit, strict=True)
         ]
