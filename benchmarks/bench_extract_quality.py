@@ -82,6 +82,7 @@ BLIND_SPLITS = (
     *("friends_bb", "cs_dahlia"),  # stop 42, for its changes
     *("friends_cc", "cs_ember"),  # stop 43
     *("friends_dd", "cs_fjord"),  # stop 44
+    *("friends_ee", "cs_grove"),  # stop 45
 )
 # Which LongMemEval questions the natural-dialogue compression samples.
 NATURAL_SEED = 29
