@@ -33,6 +33,7 @@ from pipelines.extract.endings import endings
 from pipelines.extract.events import answered_events, dated_events, moved_events
 from pipelines.extract.extras import offered_extras
 from pipelines.extract.fragments import evaluation_candidates, fragment_candidates
+from pipelines.extract.heads import singular_head
 from pipelines.extract.hometown import hometowns
 from pipelines.extract.learned.facts import SURE_TAG_SCORE, combine, learned_fact
 from pipelines.extract.moments import one_moment
@@ -313,6 +314,7 @@ class FactExtractor:
             scoped = [in_scope(t, docs.get(i)) for t in found if not is_aside(t, read_in(i, t))]
             scoped = completed_plans(scoped, docs.get(i))
             scoped = as_visits(scoped, parsed_head(pairs[i][0].text))
+            scoped = [singular_head(t, docs.get(i)) for t in scoped]
             if _hedged_alone(scoped, docs.get(i)):
                 scoped = [replace(t, hedged=True) for t in scoped]
             out[i] = [(t, _sentence(t, docs.get(i))) for t in scoped]

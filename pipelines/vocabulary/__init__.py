@@ -21,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
 from pipelines.vocabulary.values import (
     VALUE_TYPES,
     ValueType,
+    dated_form,
     is_standing_window,
     same_key,
     same_time,
@@ -85,7 +86,8 @@ class PredicateSpec(BaseModel):
 
     def normalise(self, value: str) -> str:
         """The value's one canonical form."""
-        return self.value_type.normalise(value)
+        value = self.value_type.normalise(value)
+        return dated_form(value) if self.dated else value
 
     def problem(self, value: str) -> str | None:
         """Why a value (in any surface form) does not fit this predicate, or None."""

@@ -232,7 +232,12 @@ def normalise_place(text: str) -> str:
 
 
 def normalise_address(text: str) -> str:
-    """A place with street abbreviations spelled out ('Apt 3B' -> 'apartment 3b')."""
+    """A place with street abbreviations spelled out ('Apt 3B' -> 'apartment 3b').
+
+    Its parts are comma-separated however it was said: "22 agincourt avenue
+    belfast bt7 1qa" is "22 agincourt avenue, belfast, bt7 1qa", the form
+    written with commas (benchmarks/devset/LABELLING.md, "places and addresses").
+    """
     parts = []
     for part in normalise_place(text).split(", "):
         words = part.split()
@@ -241,8 +246,43 @@ def normalise_address(text: str) -> str:
             _ADDRESS_ABBREVIATIONS.get(word, word) if i or word in {"apt", "apt."} else word
             for i, word in enumerate(words)
         ]
-        parts.append(" ".join(words))
+        parts.extend(_address_parts(words))
     return ", ".join(parts)
+
+
+# The word that ends a street's name ("14 albert street"), in the spellings
+# of _ADDRESS_ABBREVIATIONS and the usual British, Irish and American others.
+_STREET_ENDS = frozenset(
+    {"street", "road", "avenue", "lane", "boulevard", "drive", "court", "square", "place"}
+    | {"crescent", "highway", "grove", "close", "way", "terrace", "gardens", "row", "mews"}
+    | {"parade", "walk", "hill", "park", "rise", "vale", "green", "wynd", "circle", "quay"}
+)
+_COMPASS = frozenset({"n", "s", "e", "w", "ne", "nw", "se", "sw", "north", "south", "east", "west"})
+# A UK postcode, written with or without its space ("bt7 1qa", "bt71qa").
+_POSTCODE = re.compile(r"([a-z]{1,2}\d[a-z\d]?)\s*(\d[a-z]{2})")
+
+
+def _address_parts(words: list[str]) -> list[str]:
+    """One comma-free stretch of an address, split where its parts meet.
+
+    A trailing postcode is a part of its own, and so is a street that starts
+    with its house number ("14 albert street brunswick"): a town after the
+    street's last word is split off. Only the first street end not followed by
+    another ("12 park road leeds") splits, so street names stay whole.
+    """
+    tail: list[str] = []
+    for size in (2, 1):  # "bt7 1qa" said in two words or in one
+        postcode = _POSTCODE.fullmatch("".join(words[-size:]))
+        if postcode is not None and len(words) >= size:
+            words, tail = words[:-size], [" ".join(postcode.groups())]
+            break
+    if len(words) > 3 and re.fullmatch(r"\d+[a-z]?", words[0]):
+        for i in range(2, len(words) - 1):
+            if words[i] in _STREET_ENDS and words[i + 1] not in _STREET_ENDS:
+                end = i + 2 if words[i + 1] in _COMPASS else i + 1  # "queen street west"
+                if end < len(words):
+                    return [" ".join(words[:end]), " ".join(words[end:]), *tail]
+    return [" ".join(words), *tail] if words else tail
 
 
 def normalise_datetime(text: str) -> str:
@@ -357,6 +397,16 @@ def _day_of_month(value: str) -> str:
     value = _DAY_BEFORE_MONTH.sub(r"\1", value)
     value = _DAY_AFTER_MONTH.sub(r"\1\2", value)
     return _DAY_ORDINAL.sub(r"\1", value)  # the first day of a range: "4th to 18th april"
+
+
+def dated_form(value: str) -> str:
+    """A dated value's date in the one form of times: 'op 10th of march' -> 'op 10 march'.
+
+    Only a day beside its month changes: the "70th" of "mum's 70th" stays.
+    """
+    if _A_MONTH.search(value) is None:
+        return value
+    return _DAY_AFTER_MONTH.sub(r"\1\2", _DAY_BEFORE_MONTH.sub(r"\1", value))
 
 
 _ISO = re.compile(r"\d{4}-\d{2}-\d{2}(?:[T ][\d:.]+(?:Z|[+-]\d{2}:?\d{2})?)?")
@@ -504,7 +554,8 @@ def kin_forms(word: str) -> tuple[str, ...]:
 
 def normalise_relative(text: str) -> str:
     """Text with the relation in its one form: 'Mum' -> 'mother', 'our boy Elie' -> 'son elie'."""
-    value = normalise_text(text)
+    # "granddaughter, imogen": the comma only sets the name apart, as for a pet.
+    value = normalise_text(text.replace(",", " "))
     return _KIN_FRONT.sub(lambda m: KIN_WORDS[m.group(1)], value, count=1)
 
 

@@ -112,7 +112,7 @@ def test_a_value_of_another_predicate_is_never_widened() -> None:
         ("grandad Joe", "grandfather joe"),
         ("hubby", "husband"),
         ("mums", "mothers"),
-        ("mum, sheila", "mother, sheila"),
+        ("mum, sheila", "mother sheila"),  # the comma only sets the name apart
         ("momentum", "momentum"),
     ],
 )

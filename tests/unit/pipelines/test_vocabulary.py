@@ -115,6 +115,30 @@ def test_ttl_classes() -> None:
         ("pet", "border collie girl, Rosie", "border collie rosie"),
         ("pet", "a little rescue cat called Pwdin", "rescue cat pwdin"),
         ("pet", "ginger kitten Suya", "ginger kitten suya"),
+        ("family_member", "granddaughter, Imogen", "granddaughter imogen"),
+        # An address's parts are comma-separated however they were said.
+        (
+            "address",
+            "22 Agincourt Avenue, Belfast BT7 1QA",
+            "22 agincourt avenue, belfast, bt7 1qa",
+        ),
+        ("address", "27 cotham grove bristol bs6 6at", "27 cotham grove, bristol, bs6 6at"),
+        ("address", "14 Albert Street Brunswick", "14 albert street, brunswick"),
+        ("address", "12 Park Road Leeds", "12 park road, leeds"),
+        ("address", "100 Queen St W Toronto", "100 queen street w, toronto"),
+        (
+            "address",
+            "flat 4, 27 caledonian road, london n19dx",
+            "flat 4, 27 caledonian road, london, n1 9dx",
+        ),
+        ("address", "SE15 4QY", "se15 4qy"),
+        ("address", "road 7, dhanmondi", "road 7, dhanmondi"),
+        ("address", "5 High Street", "5 high street"),
+        # A dated value's day beside its month is a plain number; other ordinals stay.
+        ("event", "knee replacement 10th of March", "knee replacement 10 march"),
+        ("event", "grand reopening July 18th", "grand reopening july 18"),
+        ("event", "mum's 70th on the 27th of December", "mum's 70th on 27 december"),
+        ("event", "interview 3rd", "interview 3rd"),
     ],
 )
 def test_values_have_one_canonical_form(predicate: str, said: str, canonical: str) -> None:
