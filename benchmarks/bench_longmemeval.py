@@ -55,6 +55,7 @@ question, 1,200 characters on average): a few seconds per question on an idle
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import math
 import tempfile
@@ -65,6 +66,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TextIO
 
 import numpy as np
 import numpy.typing as npt
@@ -162,6 +164,8 @@ class Bench:
         )
         self.service = MemoryService(stores=stores, clock=self.clock)
         self.stats = Stats()
+        # --dump: one JSON line per question with each system's top k, for reading misses.
+        self.dump: TextIO | None = None
         # The haystack in the stores: its key, the question whose user holds it, its ops.
         self._held: tuple[tuple[object, ...], Question, list[MemoryOperation]] | None = None
         # The raw turns' MiniLM vectors of the held haystack: a recall set asks up to
@@ -225,6 +229,18 @@ class Bench:
             tally.add_recall(system, question.question_type, ranked, evidence)
             if question.question_type == "knowledge-update" and latest and outdated:
                 tally.add_update_order(system, ranked, latest, outdated, K)
+        if self.dump is not None:
+            texts_of = dict(zip(turn_ids, texts, strict=True))
+            line = {
+                "question_id": question.question_id,
+                "type": question.question_type,
+                "question": question.question,
+                "evidence": sorted(evidence),
+                "top": {name: ranked[:K] for name, ranked in rankings.items()},
+                "memstream": [f"{h.hit_kind}: {h.statement}" for h in hits],
+                "evidence_text": [texts_of[t] for t in sorted(evidence) if t in texts_of],
+            }
+            self.dump.write(json.dumps(line, ensure_ascii=False) + "\n")
         self.stats.questions += 1
         self.stats.results.append(len(hits))
         memorised = {
@@ -386,6 +402,13 @@ def main() -> None:
         default="last",
         help="with --hints: ask in the haystack's last session, or as a new session's first turn",
     )
+    parser.add_argument(
+        "--dump",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="write each question's top-k of every system as JSON lines, to read the misses",
+    )
     args = parser.parse_args()
     started = time.perf_counter()
     pool = load_recallset(args.recallset) if args.recallset else load_questions(args.data)
@@ -411,6 +434,7 @@ def main() -> None:
         if args.hints:
             _run_hints(bench, questions, started, new_session=args.hint_session == "new")
             return
+        bench.dump = args.dump.open("w", encoding="utf-8") if args.dump else None
         try:
             with Progress(
                 TextColumn("{task.description:<28}"),
@@ -425,6 +449,8 @@ def main() -> None:
                     progress.advance(task)
         finally:
             bench.close()
+            if bench.dump is not None:
+                bench.dump.close()
     print_tables(tally, bench.stats, time.perf_counter() - started)
 
 
