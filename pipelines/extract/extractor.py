@@ -256,6 +256,8 @@ class FactExtractor:
                 results[i] = named_by_question(results[i], context.last_text, context.known)
             results[i] = [f for f in results[i] if not names_someone_else(f, context.known)]
             results[i] = one_moment(results[i])
+            if event.role is Role.USER and i in docs:
+                results[i] = _hedged_by_turn(results[i], docs[i])
             # The topic a turn sets is that of the times it stated, else its first cue:
             # "I can't come on Monday, I'm travelling" stays about the appointment.
             times = [f.predicate for f in results[i] if "TIME" in f.fields]
@@ -710,6 +712,33 @@ def _sentence(triple: LearnedTriple, doc: Any) -> Span | None:
     if not triple.from_context:
         sent = next((s for s in sentences if s.start_char <= triple.start < s.end_char), sent)
     return Span(label="SENTENCE", text=sent.text, start=sent.start_char, end=sent.end_char)
+
+
+def _hedged_by_turn(facts: list[ExtractedFact], doc: Any) -> list[ExtractedFact]:
+    """``facts`` held as hedged when a sentence of the turn that states none of them is a hedge.
+
+    "Kington show, 12 September. Probably." The rules' facts (``turn_hedged``)
+    and the tagger's (``_hedged_alone``) are read so where they are found;
+    the facts composed after them (dated events, answers, picked offers) are
+    read here, so a hedge said on its own holds every fact of the turn alike.
+    """
+    if not facts or all(f.hedged for f in facts):
+        return facts
+    words = {w for f in facts for w in re.findall(r"\w+", f.object.casefold())}
+    alone = any(
+        is_hedged(sent.text) and not words & set(re.findall(r"\w+", sent.text.casefold()))
+        for sent in doc.sents
+    )
+    if not alone:
+        return facts
+    return [
+        f
+        if f.hedged
+        else f.model_copy(
+            update={"hedged": True, "confidence": min(f.confidence, CONFIDENCE_HEDGED)}
+        )
+        for f in facts
+    ]
 
 
 def _hedged_alone(triples: list[LearnedTriple], doc: Any) -> bool:

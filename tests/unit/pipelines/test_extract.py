@@ -107,6 +107,19 @@ def test_hedge_lowers_confidence_below_commit(extractor: FactExtractor) -> None:
     assert not sure.hedged and sure.confidence >= COMMIT
 
 
+def test_a_hedge_said_on_its_own_holds_every_fact_of_the_turn(extractor: FactExtractor) -> None:
+    # The dated event is composed after the rules and the tagger read their own hedges.
+    found = facts(extractor, "Want it again. Kington show, 12 September. Probably.")
+    [show] = [f for f in found if f.predicate == "event"]
+    assert show.object == "kington show 12 september"
+    assert all(f.hedged and f.confidence < COMMIT for f in found)
+    found = facts(extractor, "Want it again. Kington show, 12 September. Definitely.")
+    assert found and not any(f.hedged or f.confidence < COMMIT for f in found)
+    # A hedge about one of the turn's own values is that value's, not the turn's.
+    found = facts(extractor, "Kington show, 12 September. Maybe the 13th for the dog show.")
+    assert [f.hedged for f in found if f.object == "kington show 12 september"] == [False]
+
+
 def test_correction_marks_update(extractor: FactExtractor) -> None:
     [fact] = facts(extractor, "Actually my new number is 0151 987 6543.")
     assert (fact.predicate, fact.object, fact.is_update) == ("phone_number", "01519876543", True)
