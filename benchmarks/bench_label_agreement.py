@@ -28,17 +28,12 @@ from bench_extract_quality import (  # benchmarks/ sibling
     run_memstream,
     score,
 )
+from bench_extract_quality import COLUMNS as EXTRACTION_COLUMNS
 
 AGREEMENT_DIR = BLIND_DIR / "agreement"
-COLUMNS = (
-    ("gold", "gold triples", "{:>6.0f}"),
-    ("P", "triple precision", "{:>7.3f}"),
-    ("R", "triple recall", "{:>7.3f}"),
-    ("F1", "triple F1", "{:>7.3f}"),
-    ("vF1", "value+polarity F1", "{:>7.3f}"),
-    ("neg R", "negation recall", "{:>7.3f}"),
-    ("polar", "polarity accuracy", "{:>7.3f}"),
-)
+# The extraction benchmark's columns that compare two labellings (not the review's).
+SHOWN = ("gold", "P", "R", "F1", "vF1", "neg R", "polar")
+COLUMNS = tuple(column for column in EXTRACTION_COLUMNS if column[0] in SHOWN)
 
 
 def second_labels(gold: list[Turn], second: list[Turn], path: Path) -> Predicted:
