@@ -55,9 +55,10 @@ def singular_head(triple: LearnedTriple, doc: Any) -> LearnedTriple:
     # A name is as it is written: "Taxis Phocéens", "Nando's", "the Perth Shamrocks".
     if head.ent_type_ or any(t.text[:1].isupper() for t in span[1:]) or head.text[:1].isupper():
         return triple
-    if not words or words[-1] != head.lower_ or not _regular_plural(words[-1], head_word(head)):
+    singular = head_word(head)
+    if not words or words[-1] != head.lower_ or not _regular_plural(words[-1], singular):
         return triple
-    return replace(triple, obj=" ".join([*words[:-1], head_word(head)]))
+    return replace(triple, obj=" ".join([*words[:-1], singular]))
 
 
 def _regular_plural(word: str, lemma: str) -> bool:

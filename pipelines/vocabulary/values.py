@@ -394,9 +394,8 @@ def _day_of_month(value: str) -> str:
     """
     if _A_MONTH.search(value) is None:
         return value
-    value = _DAY_BEFORE_MONTH.sub(r"\1", value)
-    value = _DAY_AFTER_MONTH.sub(r"\1\2", value)
-    return _DAY_ORDINAL.sub(r"\1", value)  # the first day of a range: "4th to 18th april"
+    # The first day of a range too: "4th to 18th april".
+    return _DAY_ORDINAL.sub(r"\1", dated_form(value))
 
 
 def dated_form(value: str) -> str:

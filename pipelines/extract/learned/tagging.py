@@ -261,7 +261,6 @@ def spans_from_marginals(
     spans: list[LabelledSpan] = []
     start = -1
     mass: list[float] = []
-    extend_below = EXTEND_OUTSIDE
 
     def close(end: int) -> None:
         if start >= 0:
@@ -270,7 +269,7 @@ def spans_from_marginals(
 
     for w, out in enumerate(outside):
         begin, inside = begins[w], insides[w]
-        continues = start >= 0 and out < extend_below and sum(inside) > sum(begin)
+        continues = start >= 0 and out < EXTEND_OUTSIDE and sum(inside) > sum(begin)
         if out >= 1.0 - out and not continues:
             close(w)
             start = -1

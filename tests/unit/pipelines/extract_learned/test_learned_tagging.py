@@ -303,20 +303,9 @@ def test_a_word_that_leans_inside_a_value_extends_it_though_outside_is_likelier(
     )
     assert [(s.label, s.start, s.end) for s in spans] == [("appointment_time", 0, 2)]
     # Outside at 0.6 or more, or leaning to begin a value of its own, it does not.
-    assert [
-        (s.start, s.end)
-        for s in _spans(
-            _word(0.1, (0.85, 0.0), (0.05, 0.0)),
-            _word(0.6, (0.0, 0.0), (0.4, 0.0)),
-        )
-    ] == [(0, 1)]
-    assert [
-        (s.start, s.end)
-        for s in _spans(
-            _word(0.1, (0.85, 0.0), (0.05, 0.0)),
-            _word(0.55, (0.3, 0.0), (0.15, 0.0)),
-        )
-    ] == [(0, 1)]
+    opened = _word(0.1, (0.85, 0.0), (0.05, 0.0))
+    for after in (_word(0.6, (0.0, 0.0), (0.4, 0.0)), _word(0.55, (0.3, 0.0), (0.15, 0.0))):
+        assert [(s.start, s.end) for s in _spans(opened, after)] == [(0, 1)]
 
 
 def test_reading_a_file_links_each_turn_to_the_previous_one_of_its_session(tmp_path: Path) -> None:
