@@ -83,6 +83,7 @@ BLIND_SPLITS = (
     *("friends_cc", "cs_ember"),  # stop 43
     *("friends_dd", "cs_fjord"),  # stop 44
     *("friends_ee", "cs_grove"),  # stop 45
+    *("friends_ff", "cs_hollow"),  # stop 46
 )
 # Which LongMemEval questions the natural-dialogue compression samples.
 NATURAL_SEED = 29
