@@ -256,7 +256,7 @@ class FactExtractor:
                 results[i] = named_by_question(results[i], context.last_text, context.known)
             results[i] = [f for f in results[i] if not names_someone_else(f, context.known)]
             results[i] = one_moment(results[i])
-            if event.role is Role.USER and i in docs:
+            if i in docs:
                 results[i] = _hedged_by_turn(results[i], docs[i])
             # The topic a turn sets is that of the times it stated, else its first cue:
             # "I can't come on Monday, I'm travelling" stays about the appointment.
@@ -317,8 +317,6 @@ class FactExtractor:
             scoped = completed_plans(scoped, docs.get(i))
             scoped = as_visits(scoped, parsed_head(pairs[i][0].text))
             scoped = [singular_head(t, docs.get(i)) for t in scoped]
-            if _hedged_alone(scoped, docs.get(i)):
-                scoped = [replace(t, hedged=True) for t in scoped]
             out[i] = [(t, _sentence(t, docs.get(i))) for t in scoped]
         return out
 
@@ -356,14 +354,9 @@ class FactExtractor:
         doc.spans[SPAN_KEY] = [c.span for found in found_per_sentence for c in found]
         self.negex(doc)
         update = any(s.intent is Intent.CORRECTION for s in parsed.sentences)
-        # A hedge said on its own ("Thursday. I'm not sure yet.") hedges the whole turn.
-        turn_hedged = any(
-            is_hedged(sent.text) and not found
-            for (sent, _), found in zip(sentences, found_per_sentence, strict=True)
-        )
         facts: list[ExtractedFact] = []
         for (sent, ner), found in zip(sentences, found_per_sentence, strict=True):
-            facts.extend(self._facts(event, parsed, sent, found, ner, update, turn_hedged))
+            facts.extend(self._facts(event, parsed, sent, found, ner, update))
         return facts
 
     def _facts(
@@ -374,9 +367,8 @@ class FactExtractor:
         found: list[Candidate],
         ner: list[Any],
         update: bool,
-        hedged: bool,
     ) -> list[ExtractedFact]:
-        hedged = hedged or is_hedged(sent.text)
+        hedged = is_hedged(sent.text)
         update = update or is_update(sent.text)
         committed = any(span.label_ == "COMMITMENT" for span in ner)
         entities = [
@@ -717,16 +709,21 @@ def _sentence(triple: LearnedTriple, doc: Any) -> Span | None:
 def _hedged_by_turn(facts: list[ExtractedFact], doc: Any) -> list[ExtractedFact]:
     """``facts`` held as hedged when a sentence of the turn that states none of them is a hedge.
 
-    "Kington show, 12 September. Probably." The rules' facts (``turn_hedged``)
-    and the tagger's (``_hedged_alone``) are read so where they are found;
-    the facts composed after them (dated events, answers, picked offers) are
-    read here, so a hedge said on its own holds every fact of the turn alike.
+    "Kington show, 12 September. Probably." The one place a hedge said on its
+    own is read, after every fact of the turn is composed (the rules', the
+    tagger's, dated events, answers, picked offers), so it holds them alike in
+    either speaker's turn. A sentence states a fact when the fact was read in it
+    or shares a word with its value ("Maybe the 13th for the dog show." is
+    about its own value, not the turn's).
     """
     if not facts or all(f.hedged for f in facts):
         return facts
     words = {w for f in facts for w in re.findall(r"\w+", f.object.casefold())}
+    read_in = {(f.source_span.start, f.source_span.end) for f in facts if f.source_span}
     alone = any(
-        is_hedged(sent.text) and not words & set(re.findall(r"\w+", sent.text.casefold()))
+        is_hedged(sent.text)
+        and (sent.start_char, sent.end_char) not in read_in
+        and not words & set(re.findall(r"\w+", sent.text.casefold()))
         for sent in doc.sents
     )
     if not alone:
@@ -739,21 +736,6 @@ def _hedged_by_turn(facts: list[ExtractedFact], doc: Any) -> list[ExtractedFact]
         )
         for f in facts
     ]
-
-
-def _hedged_alone(triples: list[LearnedTriple], doc: Any) -> bool:
-    """Whether a sentence of the turn with no tagged value is a hedge ("Thursday. Not sure yet.").
-
-    Such a hedge is about the turn's values, as the rules read it (``turn_hedged``).
-    """
-    if doc is None or not triples:
-        return False
-    # A value read from the previous turn has its offsets there, not in this turn.
-    own = [t for t in triples if not t.from_context]
-    return any(
-        is_hedged(sent.text) and not any(sent.start_char <= t.start < sent.end_char for t in own)
-        for sent in doc.sents
-    )
 
 
 # A time whose past is no memory of an arrangement: a birthday is said in the past tense.

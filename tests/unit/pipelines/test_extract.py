@@ -120,6 +120,16 @@ def test_a_hedge_said_on_its_own_holds_every_fact_of_the_turn(extractor: FactExt
     assert [f.hedged for f in found if f.object == "kington show 12 september"] == [False]
 
 
+def test_a_hedge_said_on_its_own_holds_the_other_speakers_facts_too(
+    extractor: FactExtractor,
+) -> None:
+    # One pass reads it for both voices: a friend's "probably" is as unsure as the user's.
+    found = facts(extractor, "Your delivery is next Thursday. Probably.", Role.AGENT)
+    assert found and all(f.hedged and f.confidence < COMMIT for f in found), found
+    found = facts(extractor, "Your delivery is next Thursday. Definitely.", Role.AGENT)
+    assert found and not any(f.hedged for f in found), found
+
+
 def test_correction_marks_update(extractor: FactExtractor) -> None:
     [fact] = facts(extractor, "Actually my new number is 0151 987 6543.")
     assert (fact.predicate, fact.object, fact.is_update) == ("phone_number", "01519876543", True)

@@ -308,6 +308,15 @@ def test_a_hedge_said_alone_holds_the_turns_tagged_values(hybrid: FactExtractor)
     assert unsure and all(f.hedged and f.confidence < 0.82 for f in unsure), unsure
 
 
+def test_a_hedge_said_alone_holds_the_friends_tagged_values_too(hybrid: FactExtractor) -> None:
+    [_, unsure] = dialogue(
+        hybrid,
+        (Role.USER, "Guess what, I got the job!"),
+        (Role.AGENT, "So you're moving to Leeds in May. Not sure yet though?"),
+    )
+    assert unsure and all(f.hedged and f.confidence < 0.82 for f in unsure), unsure
+
+
 def _same_type(a: str, b: str) -> bool:
     times = {"installation_time", "appointment_time", "travel_time"}
     return a == b or {a, b} <= times
