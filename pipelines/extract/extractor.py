@@ -718,13 +718,16 @@ def _hedged_by_turn(facts: list[ExtractedFact], doc: Any) -> list[ExtractedFact]
     """
     if not facts or all(f.hedged for f in facts):
         return facts
+    # Every turn passes here: most say no hedge, and only a hedged sentence is read further.
+    hedges = [sent for sent in doc.sents if is_hedged(sent.text)]
+    if not hedges:
+        return facts
     words = {w for f in facts for w in re.findall(r"\w+", f.object.casefold())}
     read_in = {(f.source_span.start, f.source_span.end) for f in facts if f.source_span}
     alone = any(
-        is_hedged(sent.text)
-        and (sent.start_char, sent.end_char) not in read_in
+        (sent.start_char, sent.end_char) not in read_in
         and not words & set(re.findall(r"\w+", sent.text.casefold()))
-        for sent in doc.sents
+        for sent in hedges
     )
     if not alone:
         return facts
