@@ -84,6 +84,7 @@ BLIND_SPLITS = (
     *("friends_dd", "cs_fjord"),  # stop 44
     *("friends_ee", "cs_grove"),  # stop 45
     *("friends_ff", "cs_hollow"),  # stop 46
+    *("friends_gg", "cs_ivy"),  # stop 47
 )
 # Which LongMemEval questions the natural-dialogue compression samples.
 NATURAL_SEED = 29
