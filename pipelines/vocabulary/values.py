@@ -546,6 +546,25 @@ _KIN_FRONT = re.compile(
 )
 
 
+# Words that make a relation of their own with the one after them ("late
+# husband", "step mother"): not a name to move behind it.
+_KIN_MODIFIERS = frozenset(
+    {"step", "half", "ex", "great", "late", "future", "twin", "baby", "big", "little"}
+    | {"older", "younger", "oldest", "youngest", "eldest", "elder", "new", "first", "second"}
+)
+# Relations a name may be said before ("Margaret, the wife"); forms that
+# also end other phrases ("birthday girl", "old man") are left out.
+_RELATIONS = frozenset(_KIN) | {
+    "aunt", "uncle", "cousin", "niece", "nephew", "boyfriend", "girlfriend", "granddaughter",
+    "grandson", "stepson", "stepdaughter", "mum", "mom", "mam", "dad", "hubby", "wifey",
+    "missus", "gran", "granny", "grandma", "grandpa", "nan", "sis", "bro",
+}  # fmt: skip
+_POSSESSIVES = frozenset({"the", "my", "our", "his", "her", "their", "your"})
+_KIN_BACK = re.compile(
+    r"^(?P<name>[a-z]+(?: [a-z]+)?) (?P<kin>" + "|".join(sorted(_RELATIONS)) + r")$"
+)
+
+
 def kin_forms(word: str) -> tuple[str, ...]:
     """The ways a relation is said: 'mother' -> ('mother', 'mum', 'mom', ...); others alone."""
     return (word, *_KIN.get(word, ()))
@@ -555,6 +574,12 @@ def normalise_relative(text: str) -> str:
     """Text with the relation in its one form: 'Mum' -> 'mother', 'our boy Elie' -> 'son elie'."""
     # "granddaughter, imogen": the comma only sets the name apart, as for a pet.
     value = normalise_text(text.replace(",", " "))
+    back = _KIN_BACK.match(value)
+    if back and not _KIN_FRONT.match(value) and not set(back["name"].split()) & _KIN_MODIFIERS:
+        # One form whichever order it was said in: the relation, then the name.
+        name = " ".join(w for w in back["name"].split() if w not in _POSSESSIVES)
+        if name:
+            value = f"{KIN_WORDS.get(back['kin'], back['kin'])} {name}"
     return _KIN_FRONT.sub(lambda m: KIN_WORDS[m.group(1)], value, count=1)
 
 

@@ -322,9 +322,10 @@ def with_apostrophe(word: str) -> str:
 # "Objects"): "a beagle called Biscuit" -> ``beagle biscuit``; "my brother's
 # wedding is on 14 June" -> ``brother's wedding 14 june``.
 _NAMING_WORDS = frozenset({"called", "named"})
-# Types read as free text, said in parts and joined ("a cat ... called Pickle"):
-# a pet's ``animal`` type is text with its own normal form.
-_FREE_TEXT_TYPES = frozenset({"text", "animal"})
+# Types read as free text, said in parts and joined ("a cat ... called Pickle",
+# "Margaret, the wife"): a pet's ``animal`` and a family member's ``relative``
+# types are text with their own normal forms.
+_FREE_TEXT_TYPES = frozenset({"text", "animal", "relative"})
 _BEFORE_TIME_WORDS = frozenset({"on", "in", "at", "is", "the", "from"})
 
 
@@ -650,6 +651,8 @@ def decode(
             first -= 1
         if spec.type in TIME_TYPES:
             first, last = widen([token.text for token in tokens], first, last)
+        if spec.type in _FREE_TEXT_TYPES:
+            last = _content_end(tokens, first, last)
         raw = text[tokens[first].start : tokens[last - 1].end]
         start = tokens[first].start
         score = span.score
@@ -729,6 +732,20 @@ def _without_dangling(raw: str) -> str:
     while kept and words[kept - 1].casefold().strip(",;:") in _DANGLING:
         kept -= 1
     return raw if kept == len(words) else " ".join(words[:kept])
+
+
+def _content_end(tokens: Sequence[Token], first: int, last: int) -> int:
+    """``last`` moved back over the punctuation and linking words a span ends in.
+
+    The tagger often runs a span on into what follows its value ("Margaret, the
+    | wife"); cut there, the next part of the same value is close enough to
+    join it (compose.py), and the gap holds the words that were cut.
+    """
+    while last - first > 1 and (
+        not _is_word(tokens[last - 1]) or tokens[last - 1].text.casefold() in _DANGLING
+    ):
+        last -= 1
+    return last
 
 
 def _joins_place(gap: Sequence[str]) -> bool:

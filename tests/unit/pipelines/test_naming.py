@@ -114,6 +114,14 @@ def test_a_value_of_another_predicate_is_never_widened() -> None:
         ("mums", "mothers"),
         ("mum, sheila", "mother sheila"),  # the comma only sets the name apart
         ("momentum", "momentum"),
+        # A name said before its relation reads the same as after it.
+        ("Margaret, the wife", "wife margaret"),
+        ("kayla my sister", "sister kayla"),
+        ("Jo mum", "mother jo"),
+        ("late husband", "late husband"),  # a relation of its own, not a name
+        ("little sister", "little sister"),
+        ("birthday girl", "birthday girl"),
+        ("husband's mother", "husband's mother"),
     ],
 )
 def test_a_relation_has_one_form(said: str, one_form: str) -> None:

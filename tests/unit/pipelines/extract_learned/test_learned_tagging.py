@@ -363,6 +363,21 @@ def test_parts_of_one_kind_or_across_sentences_stay_apart() -> None:
     assert sorted(t.obj for t in decode(found.encoded, found.spans)) == ["cake", "tea"]
 
 
+def test_a_part_that_runs_on_into_linking_words_still_joins_the_next_part() -> None:
+    # The tagger ran "Margaret" on into ", the"; cut back, it joins "wife".
+    encoded = encode("How's home?", "Margaret, the wife, says I'm under her feet", "user")
+    words = encoded.words
+    margaret, wife = words.index("Margaret"), words.index("wife")
+    spans = [
+        LabelledSpan("family_member", margaret, wife, 0.9),
+        LabelledSpan("family_member", wife, wife + 1, 0.9),
+    ]
+    assert words[margaret:wife] == ["Margaret", ",", "the"]
+    [triple] = decode(encoded, spans)
+    assert (triple.predicate, triple.obj) == ("family_member", "wife margaret")
+    assert encoded.text[triple.start : triple.end] == "Margaret, the wife"
+
+
 def test_parts_in_the_context_and_in_the_turn_are_never_joined() -> None:
     # A short context and a part far into the turn: each part is read in its own segment.
     encoded = encode("Your cat?", "She is fine, the vet says Pickle is a healthy girl", "user")
