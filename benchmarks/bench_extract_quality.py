@@ -85,6 +85,7 @@ BLIND_SPLITS = (
     *("friends_ee", "cs_grove"),  # stop 45
     *("friends_ff", "cs_hollow"),  # stop 46
     *("friends_gg", "cs_ivy"),  # stop 47
+    *("friends_hh", "cs_juniper"),  # stop 48
 )
 # Which LongMemEval questions the natural-dialogue compression samples.
 NATURAL_SEED = 29
