@@ -167,6 +167,28 @@ def answer_links(episodes: Iterable[Episode]) -> dict[str, str]:
     return links
 
 
+# The agent opens a session at turn 0, or at turn 1 after the customer's "hi".
+OPENING_TURNS = 1
+
+
+def session_openings(episodes: Iterable[Episode]) -> set[str]:
+    """The ids of the agent's turns that open a session (its first, at most second, turn).
+
+    "Hello, ClearView Aerials and Satellite, Gary speaking": a greeting that
+    names the business and little else, said once a session, so a question
+    naming the business found every session's opening before the turn that
+    answers it.
+    """
+    first: dict[str, Episode] = {}
+    for episode in episodes:
+        if episode.role is not Role.AGENT:
+            continue
+        held = first.get(episode.session_id)
+        if held is None or episode.turn_index < held.turn_index:
+            first[episode.session_id] = episode
+    return {e.episode_id for e in first.values() if e.turn_index <= OPENING_TURNS}
+
+
 def build_episode(
     event: DialogueEvent,
     lineage: SourceLineage,

@@ -10,7 +10,8 @@ from them (``UserIndex``) and can be rebuilt at any time.
 - Neo4j facts that Chroma does not hold and pending items (Redis) get MiniLM of
   their statement (the caller's cache);
 - episodes come with the MiniLM vector of their search text; a short turn that
-  says little (``says_little``) counts ``SHORT_TURN_SCALE`` of its cosine.
+  says little (``says_little``) counts ``SHORT_TURN_SCALE`` of its cosine, the
+  agent's turn that opens a session (``session_openings``) ``OPENING_SCALE``.
 """
 
 from __future__ import annotations
@@ -23,9 +24,10 @@ import numpy as np
 
 from pipelines.encode.combine import W_TEXT
 from pipelines.encode.hashing import field_features, hash_feature_lists
-from pipelines.episodes import answer_links
+from pipelines.episodes import answer_links, session_openings
 from pipelines.recall import passes, to_hit
 from pipelines.recall_index import (
+    OPENING_SCALE,
     SHORT_TURN_SCALE,
     IndexItem,
     ItemKind,
@@ -98,6 +100,7 @@ def build_items(
         for fact_id in stored.episode.fact_ids
     }
     answered_by = answer_links(stored.episode for stored in episodes)
+    openings = session_openings(stored.episode for stored in episodes)
     for stored in episodes:
         episode = stored.episode
         if stored.vector is None or len(stored.vector) != dim:
@@ -111,7 +114,7 @@ def build_items(
             outdated_by=frozenset(stored.outdated_by),
             session_id=episode.session_id,
             answered_by=answered_by.get(episode.episode_id),
-            scale=_episode_scale(episode),
+            scale=_episode_scale(episode, opens=episode.episode_id in openings),
         )
         items.index.upsert(item, np.asarray(stored.vector, dtype=np.float32))
         items.episodes[episode.episode_id] = stored
@@ -145,11 +148,15 @@ def build_items(
     return items
 
 
-def _episode_scale(episode: Episode) -> float:
-    """A short turn that answers nothing and gave no fact ranks by less of its cosine."""
+def _episode_scale(episode: Episode, *, opens: bool) -> float:
+    """A short turn that answers nothing and gave no fact, and a session's opening, rank lower.
+
+    They rank by less of their cosine (``SHORT_TURN_SCALE``, ``OPENING_SCALE``).
+    """
+    scale = OPENING_SCALE if opens else 1.0
     if episode.context or episode.fact_ids or not says_little(episode.text):
-        return 1.0
-    return SHORT_TURN_SCALE
+        return scale
+    return scale * SHORT_TURN_SCALE
 
 
 def _called(episodes: Sequence[StoredEpisode]) -> list[str]:

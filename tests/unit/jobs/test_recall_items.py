@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 import numpy as np
 
 from jobs.serve.recall_items import build_items, to_hits
-from pipelines.recall_index import SHORT_TURN_SCALE, ItemKind, Scored
+from pipelines.recall_index import OPENING_SCALE, SHORT_TURN_SCALE, ItemKind, Scored
 from schemas.episodes import Episode, StoredEpisode
 from schemas.events import Role
 from schemas.hits import SearchHit
@@ -117,17 +117,18 @@ def test_a_fact_standing_for_a_turn_names_that_turn_as_its_source() -> None:
 def test_a_turn_that_says_little_ranks_by_less_of_its_cosine() -> None:
     # Embedded as "Lero: obviously", such a turn is mostly its speaker's name.
     episodes = [
-        said(0, Role.AGENT, "Lero", text="obviously"),
-        said(1, Role.AGENT, "Lero", text="Qatar offered me a purser job, moving to Doha"),
-        said(2, Role.USER, "Thandi", text="Thursday."),  # a value
-        said(3, Role.USER, "Thandi", text="Karim", context="Who are you seeing?"),  # an answer
-        said(4, Role.USER, "Thandi", ("f1",), text="the vegan one"),  # a fact came of it
+        said(2, Role.USER, "Thandi", text="Guess who called"),  # Lero's turns open nothing
+        said(3, Role.AGENT, "Lero", text="obviously"),
+        said(4, Role.AGENT, "Lero", text="Qatar offered me a purser job, moving to Doha"),
+        said(5, Role.USER, "Thandi", text="Thursday."),  # a value
+        said(6, Role.USER, "Thandi", text="Karim", context="Who are you seeing?"),  # an answer
+        said(7, Role.USER, "Thandi", ("f1",), text="the vegan one"),  # a fact came of it
     ]
     items = build_items(episodes=episodes, embed=lambda hits: [], dim=DIM)
-    scales = {i: items.index.get(f"ep{i}").scale for i in range(5)}  # type: ignore[union-attr]
-    assert scales == {0: SHORT_TURN_SCALE, 1: 1.0, 2: 1.0, 3: 1.0, 4: 1.0}
+    scales = {i: items.index.get(f"ep{i}").scale for i in range(3, 8)}  # type: ignore[union-attr]
+    assert scales == {3: SHORT_TURN_SCALE, 4: 1.0, 5: 1.0, 6: 1.0, 7: 1.0}
     # Its cosine was the best (the name), the turn that answers is found first.
-    vectors = {"ep0": [1.0, 0.0, 0.0, 0.0], "ep1": [0.8, 0.6, 0.0, 0.0]}
+    vectors = {"ep3": [1.0, 0.0, 0.0, 0.0], "ep4": [0.8, 0.6, 0.0, 0.0]}
     for episode_id, vector in vectors.items():
         item = items.index.get(episode_id)
         assert item is not None
@@ -140,4 +141,30 @@ def test_a_turn_that_says_little_ranks_by_less_of_its_cosine() -> None:
         kinds=frozenset({ItemKind.EPISODE}),
         keep=lambda item: item.item_id in vectors,
     )
-    assert [s.item.item_id for s in ranked] == ["ep1", "ep0"]
+    assert [s.item.item_id for s in ranked] == ["ep4", "ep3"]
+
+
+def test_the_agents_turn_that_opens_a_session_ranks_by_less_of_its_cosine() -> None:
+    # A greeting that names the business matched every question naming it.
+    greeting = "Hello, ClearView Aerials and Satellite, Gary speaking, how can I help?"
+    episodes = [
+        said(0, Role.AGENT, None, text=greeting),
+        said(1, Role.USER, None, text="The dish is pointing at the wrong satellite"),
+        said(2, Role.AGENT, None, text="ClearView can send Gary on Thursday 25th"),
+    ]
+    items = build_items(episodes=episodes, embed=lambda hits: [], dim=DIM)
+    scales = {i: items.index.get(f"ep{i}").scale for i in range(3)}  # type: ignore[union-attr]
+    assert scales == {0: OPENING_SCALE, 1: 1.0, 2: 1.0}
+    vectors = {"ep0": [1.0, 0.0, 0.0, 0.0], "ep2": [0.7, 0.7, 0.0, 0.0]}
+    for episode_id, vector in vectors.items():
+        item = items.index.get(episode_id)
+        assert item is not None
+        items.index.upsert(item, np.asarray(vector, np.float32))
+    ranked = items.index.search(
+        "When is ClearView coming?",
+        np.asarray([1.0, 0.1, 0.0, 0.0], np.float32),
+        at=NOW,
+        k=5,
+        keep=lambda item: item.item_id in vectors,
+    )
+    assert [s.item.item_id for s in ranked] == ["ep2", "ep0"]

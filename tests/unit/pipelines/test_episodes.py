@@ -6,7 +6,13 @@ from datetime import UTC, datetime
 
 import pytest
 
-from pipelines.episodes import answer_links, build_episode, is_empty, is_short_question
+from pipelines.episodes import (
+    answer_links,
+    build_episode,
+    is_empty,
+    is_short_question,
+    session_openings,
+)
 from schemas.episodes import Episode
 from schemas.events import DialogueEvent, Role
 from schemas.lineage import SourceLineage
@@ -89,6 +95,18 @@ def test_a_short_question_is_answered_by_the_other_speakers_next_turn() -> None:
     elsewhere = _stored(4, Role.AGENT, "Iceland still October?", session="other")
     links = answer_links([asked, answer, said_more, after, elsewhere])
     assert links == {asked.episode_id: answer.episode_id}
+
+
+def test_a_session_is_opened_by_the_agents_first_turn_at_its_start() -> None:
+    greets = _stored(0, Role.AGENT, "SoftPure Water, Jenny speaking, how can I help?")
+    later = _stored(2, Role.AGENT, "We can fit it on Tuesday")
+    after_hello = _stored(1, Role.AGENT, "Morning, you're through to Fellside", session="b")
+    hello = _stored(0, Role.USER, "Now then. Got a wall down", session="b")
+    # The agent's first turn deep in a session (a greeting skipped as empty) opens nothing.
+    deep = _stored(4, Role.AGENT, "The fitter is Gary", session="c")
+    users = _stored(0, Role.USER, "hiya, the boiler again", session="d")
+    opened = session_openings([later, greets, hello, after_hello, deep, users])
+    assert opened == {greets.episode_id, after_hello.episode_id}
 
 
 @pytest.mark.parametrize(
