@@ -6,7 +6,8 @@ keyword/regex baseline, one row per split (dev, held, held2 ... held12 and the
 first-sight splits of benchmarks/devset/blind/, or train/ once retired; their roles in
 benchmarks/devset/README.md) and pooled rows over the tuned, the blind and the
 first-sight splits: triple precision/recall/F1, negation recall, polarity accuracy,
-hedge handling, update recall and the compression ratios. Each split is
+hedge handling (and its other side: the share of the user's sure facts found but
+held below the commit threshold), update recall and the compression ratios. Each split is
 extracted in turn order with its ``DialogueContext`` threaded through, as the
 ingest job does. ``--dev`` scores another dev file (e.g. the labels before their
 review, from git history); ``--errors SPLIT`` lists one split's misses (reading
@@ -244,6 +245,7 @@ def score(
     tp = n_pred = n_gold = 0
     neg_total = neg_hit = pol_total = pol_ok = 0
     hedge_total = hedge_ok = hedge_committed = upd_total = upd_hit = 0
+    plain_found = plain_held = 0
     value_tp = n_values = 0
     vocab = default_vocabulary()
     for i, turn in enumerate(turns):
@@ -274,6 +276,11 @@ def score(
                 committed = any(conf >= COMMIT_THRESHOLD for _, conf, _ in hits)
                 hedge_committed += committed
                 hedge_ok += bool(hits) and not committed
+            elif hits and not g.agent:
+                # A sure fact of the user's held for review is not in memory yet:
+                # the other side of the hedge gate (what an over-wide hedge costs).
+                plain_found += 1
+                plain_held += all(conf < COMMIT_THRESHOLD for _, conf, _ in hits)
             if g.update:
                 upd_total += 1
                 upd_hit += any(upd for _, _, upd in hits)
@@ -298,6 +305,7 @@ def score(
         "polarity accuracy": pol_ok / pol_total if pol_total else 0.0,
         "hedge handling": hedge_ok / hedge_total if hedge_total else 0.0,
         "hedged committed (must be 0)": hedge_committed,
+        "sure facts held": plain_held / plain_found if plain_found else 0.0,
         "update recall": upd_hit / upd_total if upd_total else 0.0,
         "current after update": _current_after_update(turns, current or {}),
     }
@@ -436,6 +444,7 @@ COLUMNS = (
     ("polar", "polarity accuracy", "{:>7.3f}"),
     ("hedge", "hedge handling", "{:>7.3f}"),
     ("h.com", "hedged committed (must be 0)", "{:>7.0f}"),
+    ("held", "sure facts held", "{:>7.3f}"),
     ("upd R", "update recall", "{:>7.3f}"),
     ("cur U", "current after update", "{:>7.3f}"),
     ("compr", "compression", "{:>7.3f}"),
