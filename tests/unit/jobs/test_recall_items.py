@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 
 import numpy as np
 
-from jobs.serve.recall_items import build_items, to_hits
+from jobs.serve.recall_items import UserItems, build_items, to_hits
 from pipelines.recall_index import OPENING_SCALE, SHORT_TURN_SCALE, ItemKind, Scored
 from schemas.episodes import Episode, StoredEpisode
 from schemas.events import Role
@@ -129,19 +129,7 @@ def test_a_turn_that_says_little_ranks_by_less_of_its_cosine() -> None:
     assert scales == {3: SHORT_TURN_SCALE, 4: 1.0, 5: 1.0, 6: 1.0, 7: 1.0}
     # Its cosine was the best (the name), the turn that answers is found first.
     vectors = {"ep3": [1.0, 0.0, 0.0, 0.0], "ep4": [0.8, 0.6, 0.0, 0.0]}
-    for episode_id, vector in vectors.items():
-        item = items.index.get(episode_id)
-        assert item is not None
-        items.index.upsert(item, np.asarray(vector, np.float32))
-    ranked = items.index.search(
-        "Which airline is Lero flying for?",
-        np.asarray([1.0, 0.1, 0.0, 0.0], np.float32),
-        at=NOW,
-        k=5,
-        kinds=frozenset({ItemKind.EPISODE}),
-        keep=lambda item: item.item_id in vectors,
-    )
-    assert [s.item.item_id for s in ranked] == ["ep4", "ep3"]
+    assert ranked(items, vectors, "Which airline is Lero flying for?") == ["ep4", "ep3"]
 
 
 def test_the_agents_turn_that_opens_a_session_ranks_by_less_of_its_cosine() -> None:
@@ -156,15 +144,21 @@ def test_the_agents_turn_that_opens_a_session_ranks_by_less_of_its_cosine() -> N
     scales = {i: items.index.get(f"ep{i}").scale for i in range(3)}  # type: ignore[union-attr]
     assert scales == {0: OPENING_SCALE, 1: 1.0, 2: 1.0}
     vectors = {"ep0": [1.0, 0.0, 0.0, 0.0], "ep2": [0.7, 0.7, 0.0, 0.0]}
+    assert ranked(items, vectors, "When is ClearView coming?") == ["ep2", "ep0"]
+
+
+def ranked(items: UserItems, vectors: dict[str, list[float]], query: str) -> list[str]:
+    """The episodes given ``vectors`` ranked for ``query``, whose vector is near the first axis."""
     for episode_id, vector in vectors.items():
         item = items.index.get(episode_id)
         assert item is not None
         items.index.upsert(item, np.asarray(vector, np.float32))
-    ranked = items.index.search(
-        "When is ClearView coming?",
+    found = items.index.search(
+        query,
         np.asarray([1.0, 0.1, 0.0, 0.0], np.float32),
         at=NOW,
         k=5,
+        kinds=frozenset({ItemKind.EPISODE}),
         keep=lambda item: item.item_id in vectors,
     )
-    assert [s.item.item_id for s in ranked] == ["ep2", "ep0"]
+    return [s.item.item_id for s in found]
