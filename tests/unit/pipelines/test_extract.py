@@ -107,7 +107,7 @@ def test_hedge_lowers_confidence_below_commit(extractor: FactExtractor) -> None:
     assert not sure.hedged and sure.confidence >= COMMIT
 
 
-def test_a_hedge_said_on_its_own_holds_every_fact_of_the_turn(extractor: FactExtractor) -> None:
+def test_a_hedge_said_on_its_own_holds_the_facts_said_before_it(extractor: FactExtractor) -> None:
     # The dated event is composed after the rules and the tagger read their own hedges.
     found = facts(extractor, "Want it again. Kington show, 12 September. Probably.")
     [show] = [f for f in found if f.predicate == "event"]
@@ -118,6 +118,23 @@ def test_a_hedge_said_on_its_own_holds_every_fact_of_the_turn(extractor: FactExt
     # A hedge about one of the turn's own values is that value's, not the turn's.
     found = facts(extractor, "Kington show, 12 September. Maybe the 13th for the dog show.")
     assert [f.hedged for f in found if f.object == "kington show 12 september"] == [False]
+
+
+def test_a_hedge_with_a_clause_of_its_own_or_opening_the_turn_holds_nothing_else(
+    extractor: FactExtractor,
+) -> None:
+    # Opening the turn, it answers the other speaker's question.
+    found = facts(extractor, "We'll see. Also we're going to Italy in May!")
+    assert found and not any(f.hedged for f in found), found
+    # With a clause of its own, it hedges that clause, not the sentence before.
+    found = facts(extractor, "We're flying to Lisbon on 3 June. Hopefully the strike is over.")
+    assert found and not any(f.hedged for f in found), found
+    # After a sentence with no fact, it is about that sentence.
+    found = facts(extractor, "We're flying to Lisbon on 3 June. My knee is bad again. We'll see.")
+    assert found and not any(f.hedged for f in found), found
+    # Without a clause, it goes with the sentence it follows, whatever it adds.
+    found = facts(extractor, "We're flying to Lisbon on 3 June. Probably, not sure yet.")
+    assert found and all(f.hedged and f.confidence < COMMIT for f in found), found
 
 
 def test_a_hedge_said_on_its_own_holds_the_other_speakers_facts_too(
