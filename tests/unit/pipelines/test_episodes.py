@@ -105,7 +105,9 @@ def test_a_session_is_opened_by_the_agents_first_turn_at_its_start() -> None:
     # The agent's first turn deep in a session (a greeting skipped as empty) opens nothing.
     deep = _stored(4, Role.AGENT, "The fitter is Gary", session="c")
     users = _stored(0, Role.USER, "hiya, the boiler again", session="d")
-    opened = session_openings([later, greets, hello, after_hello, deep, users])
+    # An assistant's full answer to the user's first request is no greeting.
+    answers = _stored(1, Role.AGENT, " ".join(["Here is a packing list for Peru:"] * 12), "e")
+    opened = session_openings([later, greets, hello, after_hello, deep, users, answers])
     assert opened == {greets.episode_id, after_hello.episode_id}
 
 
