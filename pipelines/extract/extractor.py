@@ -733,11 +733,9 @@ def _hedged_by_turn(facts: list[ExtractedFact], doc: Any) -> list[ExtractedFact]
     hedges = [i for i in hedges if _without_clause(sentences[i])]
     if not hedges:
         return facts
-    read_in = {(f.source_span.start, f.source_span.end) for f in facts if f.source_span}
     held: set[int] = set()
     for i in hedges:
-        sent = sentences[i]
-        if (sent.start_char, sent.end_char) in read_in or any(_said_in(f, sent) for f in facts):
+        if any(_said_in(f, sentences[i]) for f in facts):
             continue  # a hedge of its own values: the sentence's own scope read it
         held |= {n for n, f in enumerate(facts) if _said_in(f, sentences[i - 1])}
     return [
