@@ -87,6 +87,7 @@ BLIND_SPLITS = (
     *("friends_ff", "cs_hollow"),  # stop 46
     *("friends_gg", "cs_ivy"),  # stop 47
     *("friends_hh", "cs_juniper"),  # stop 48
+    *("friends_ii", "cs_kestrel"),  # stop 49
 )
 # Which LongMemEval questions the natural-dialogue compression samples.
 NATURAL_SEED = 29
