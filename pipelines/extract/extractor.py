@@ -41,8 +41,10 @@ from pipelines.extract.moves import move_plans
 from pipelines.extract.naming import (
     named_as_held,
     named_beside,
+    named_by_pronoun,
     named_by_question,
     named_pets,
+    named_when_asked,
 )
 from pipelines.extract.picks import picked_offers
 from pipelines.extract.plans import completed_plans
@@ -56,6 +58,7 @@ from pipelines.extract.polarity import (
     is_hedged,
     is_negated,
     is_update,
+    presupposed,
 )
 from pipelines.extract.possession import (
     last_question,
@@ -252,9 +255,14 @@ class FactExtractor:
             results[i] = picked_offers(event, results[i], context.offers)
             results[i] = named_in_answer(event, results[i], context.known, context.last_text)
             results[i] = named_pets(named_beside(results[i], event.text), event.text)
+            results[i] = named_by_pronoun(results[i], event.text)
             results[i] = named_as_held(results[i], context.known)
             if event.role is Role.USER:
                 results[i] = named_by_question(results[i], context.last_text, context.known)
+                if i in docs:
+                    results[i] = named_when_asked(
+                        event, results[i], docs[i], context.last_text, context.known
+                    )
             results[i] = [f for f in results[i] if not names_someone_else(f, context.known)]
             results[i] = one_moment(results[i])
             if i in docs:
@@ -379,9 +387,11 @@ class FactExtractor:
         for cand in found:
             negated = is_negated(cand.span) != cand.reverse
             polarity = Polarity.NEGATED if negated else Polarity.AFFIRMED
-            # A hedged sentence hedges every value in it: no clause need be read.
+            # A hedged sentence hedges every value in it: no clause need be read,
+            # except that one's own relative or pet is there whatever it hedges.
             conditional = not hedged and is_conditional(cand.span)
-            if hedged or conditional:
+            held = (hedged or conditional) and not _owned(cand.predicate, cand.span)
+            if held:
                 confidence = CONFIDENCE_HEDGED
             else:
                 confidence = CONFIDENCE_STATED if cand.explicit else CONFIDENCE_GUESSED_TOPIC
@@ -400,7 +410,7 @@ class FactExtractor:
                     text=statement(cand.predicate, cand.value, polarity),
                     intent=parsed.intent.value,
                     asserted_by=ASSERTORS[event.role],
-                    hedged=hedged or conditional,
+                    hedged=held,
                     is_update=update,
                     source_span=Span(
                         label="SENTENCE", text=sent.text, start=sent.start_char, end=sent.end_char
@@ -818,6 +828,11 @@ def is_aside(triple: LearnedTriple, doc: Any) -> bool:
     return tells_of_the_past(span)
 
 
+def _owned(predicate: str, span: Any) -> bool:
+    """Whether ``span`` is the speaker's own relative or pet, there whatever the sentence says."""
+    return default_vocabulary().spec(predicate).named and presupposed(span)
+
+
 def reads_clause(triple: LearnedTriple) -> bool:
     """Whether ``is_aside`` reads the value's clause: an arrangement's time, a trip's place."""
     spec = default_vocabulary().spec(triple.predicate)
@@ -844,8 +859,12 @@ def in_scope(triple: LearnedTriple, doc: Any) -> LearnedTriple:
     span = doc.char_span(triple.start, triple.end, alignment_mode="expand")
     if span is None:
         return triple
-    negated = triple.negated or dependency_negated(span)
-    hedged = triple.hedged or is_hedged(span.sent.text) or is_conditional(span)
+    # One's own relative or pet is there whatever the sentence denies or hedges
+    # ("my husband don't know yet", "visiting my sister, maybe").
+    owned = _owned(triple.predicate, span)
+    negated = triple.negated or (dependency_negated(span) and not owned)
+    unsure = is_hedged(span.sent.text) or is_conditional(span)
+    hedged = triple.hedged or (unsure and not owned)
     if (negated, hedged) == (triple.negated, triple.hedged):
         return triple
     return replace(triple, negated=negated, hedged=hedged)

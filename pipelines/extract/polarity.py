@@ -248,6 +248,31 @@ def is_hedged(text: str) -> bool:
     return HEDGES.search(text) is not None
 
 
+# The possessives that make a relative or a pet the speaker's own.
+_OWN = frozenset({"my", "our", "me", "mi"})
+# Where a relative or pet said as one's own is an argument of its clause, not
+# what the clause claims: "my wife Marijke thinks I'm mad", "visiting my sister".
+_ARGUMENTS = frozenset({"nsubj", "nsubjpass", "dobj", "pobj", "dative", "conj", "appos", "poss"})
+
+
+def presupposed(span: Any) -> bool:
+    """Whether ``span`` names a relative or pet as the speaker's own, whatever the sentence says.
+
+    "I may be in Edinburgh that week, visiting my sister", "my wife Marijke
+    thinks I'm crazy", "maybe 9 if my cousin comes", "my husband don't know
+    yet": the hedge, condition or negation is about the visit, the opinion, the
+    head count or the knowing; a possessive takes for granted what it names,
+    so the sister, the wife, the cousin and the husband are there either way.
+    Only as an argument of the clause: "She's my girlfriend now I guess?" and
+    "my boyfriend I guess??" claim the relation itself, hedged.
+    """
+    start = span.start
+    while start > span.sent.start and span.doc[start - 1].pos_ in {"ADJ", "NUM"}:
+        start -= 1  # "my little sister", "our two cats"
+    own = span[0].lower_ in _OWN or (start > span.sent.start and span.doc[start - 1].lower_ in _OWN)
+    return own and span.root.dep_ in _ARGUMENTS
+
+
 def is_update(text: str) -> bool:
     """Whether the sentence says a value changed ("my address is now ...")."""
     return UPDATES.search(text) is not None

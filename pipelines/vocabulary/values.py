@@ -516,21 +516,37 @@ def normalise_code(text: str) -> str:
     return re.sub(r"\s+", "", text.strip(_PUNCT_ENDS)).casefold()
 
 
+# Parents and grandparents as people who switch into another language call
+# them in English chat ("Amma is living with us", "mi mamá still lives there",
+# "my nene lives in Izmir"). Only words that are no English word or common
+# name: not "far" (Swedish), "anne" (Turkish), "dada" or "mor".
+_SAID_ABROAD = {
+    "mother": ("amma", "ammi", "ammu", "mamá", "mami", "maman", "mutti", "nanay", "inay")
+    + ("annem", "eomma", "umma", "madre", "mãe"),
+    "father": ("appa", "abba", "abbu", "baba", "babá", "tatay", "itay", "papá", "padre", "babam"),
+    "grandmother": ("lola", "nonna", "abuela", "abuelita", "yiayia", "yaya", "babcia", "halmeoni")
+    + ("dadi", "nani", "nain", "ouma", "oma", "nene", "mormor", "farmor"),
+    "grandfather": ("lolo", "nonno", "abuelo", "abuelito", "pappou", "dziadek", "taid", "oupa")
+    + ("opa", "dede", "morfar", "farfar"),
+}
 # One word for each relation, however it is said: "my mum", "my mom" and "my
 # mother" are one person, "our boy Elie" is a son. Only the relation word at
 # the front of a value is read ("mum" in "mum's friend" is not the value's kind).
 _KIN = {
-    "mother": ("mum", "mom", "mam", "mama", "mamma", "momma", "mummy", "mommy", "ma", "maw"),
-    "father": ("dad", "da", "daddy", "papa", "pa", "pops", "old man"),
-    "son": ("boy", "lad", "wee boy"),
-    "daughter": ("girl", "lass", "wee girl"),
-    "grandmother": ("gran", "granny", "grandma", "grandmom", "grandmum", "nan", "nana", "nanna"),
-    "grandfather": ("grandad", "granddad", "grandpa", "grampa", "gramps", "grandpop"),
+    "mother": ("mum", "mom", "mam", "mama", "mamma", "momma", "mummy", "mommy", "ma", "maw")
+    + _SAID_ABROAD["mother"],
+    "father": ("dad", "da", "daddy", "papa", "pa", "pops", "old man") + _SAID_ABROAD["father"],
+    "son": ("boy", "lad", "wee boy", "hijo"),
+    "daughter": ("girl", "lass", "wee girl", "hija"),
+    "grandmother": ("gran", "granny", "grandma", "grandmom", "grandmum", "nan", "nana", "nanna")
+    + _SAID_ABROAD["grandmother"],
+    "grandfather": ("grandad", "granddad", "grandpa", "grampa", "gramps", "grandpop")
+    + _SAID_ABROAD["grandfather"],
     "grandchild": ("grandkid", "grandbaby"),
-    "husband": ("hubby",),
-    "wife": ("wifey", "missus", "missis"),
-    "brother": ("bro",),
-    "sister": ("sis",),
+    "husband": ("hubby", "esposo", "marido"),
+    "wife": ("wifey", "missus", "missis", "esposa"),
+    "brother": ("bro", "hermano"),
+    "sister": ("sis", "hermana"),
     "fiance": ("fiancé",),
     "fiancee": ("fiancée",),
     "partner": ("other half",),
@@ -563,6 +579,24 @@ _POSSESSIVES = frozenset({"the", "my", "our", "his", "her", "their", "your"})
 _KIN_BACK = re.compile(
     r"^(?P<name>[a-z]+(?: [a-z]+)?) (?P<kin>" + "|".join(sorted(_RELATIONS)) + r")$"
 )
+
+
+# Relations, in their one form, that say the relative's sex: "her name is Ama"
+# can name a sister, not a brother.
+_FEMALE_KIN = frozenset(
+    {"mother", "daughter", "grandmother", "wife", "sister", "fiancee", "aunt", "niece"}
+    | {"granddaughter", "stepdaughter", "stepmother", "girlfriend"}
+)
+_MALE_KIN = frozenset(
+    {"father", "son", "grandfather", "husband", "brother", "fiance", "uncle", "nephew"}
+    | {"grandson", "stepson", "stepfather", "boyfriend"}
+)
+
+
+def kin_sex(relation: str) -> str | None:
+    """'female' or 'male' for a relation that says it ('sister', 'husband'), else None."""
+    one = KIN_WORDS.get(relation, relation)
+    return "female" if one in _FEMALE_KIN else "male" if one in _MALE_KIN else None
 
 
 def kin_forms(word: str) -> tuple[str, ...]:

@@ -6,7 +6,12 @@ from typing import Any
 
 import pytest
 
-from pipelines.extract.polarity import answers_on_condition, is_conditional, is_hedged
+from pipelines.extract.polarity import (
+    answers_on_condition,
+    is_conditional,
+    is_hedged,
+    presupposed,
+)
 from pipelines.parse import DialogueParser
 
 
@@ -141,3 +146,44 @@ def test_a_reply_that_sets_its_own_condition_answers_on_condition(nlp: Any, text
 )
 def test_a_plain_or_otherwise_conditioned_reply_does_not(nlp: Any, text: str) -> None:
     assert not answers_on_condition(nlp(text))
+
+
+def _presupposed(nlp: Any, text: str, words: str) -> bool:
+    doc = nlp(text)
+    start = text.index(words)
+    span = doc.char_span(start, start + len(words), alignment_mode="expand")
+    return presupposed(span)
+
+
+@pytest.mark.parametrize(
+    ("text", "relative"),
+    [
+        ("My wife Marijke thinks I am crazy.", "wife Marijke"),
+        ("I may be in Edinburgh that week, visiting my sister.", "sister"),
+        ("8 now prob, maybe 9 if my cousin comes", "cousin"),
+        ("My partner Sam might answer the door, is that okay?", "partner Sam"),
+        ("Maybe more, I must check with my husband.", "husband"),
+        ("we might get our little cat a friend", "cat"),
+    ],
+)
+def test_ones_own_relative_is_there_whatever_the_sentence_hedges(
+    nlp: Any, text: str, relative: str
+) -> None:
+    assert _presupposed(nlp, text, relative)
+
+
+@pytest.mark.parametrize(
+    ("text", "relative"),
+    [
+        # the relation itself is what is claimed, and hedged
+        ("She's my girlfriend now I guess?", "girlfriend"),
+        ("tbh there is someone... my boyfriend I guess??", "boyfriend"),
+        ("Maybe my sister.", "sister"),
+        # not said as one's own
+        ("I'd like to maybe get a dog", "dog"),
+    ],
+)
+def test_a_relation_claimed_or_not_ones_own_is_not_presupposed(
+    nlp: Any, text: str, relative: str
+) -> None:
+    assert not _presupposed(nlp, text, relative)

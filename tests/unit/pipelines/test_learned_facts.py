@@ -317,6 +317,38 @@ def test_a_hedge_said_alone_holds_the_friends_tagged_values_too(hybrid: FactExtr
     assert unsure and all(f.hedged and f.confidence < 0.82 for f in unsure), unsure
 
 
+def test_ones_own_relative_is_not_held_by_a_hedge_about_something_else(
+    hybrid: FactExtractor,
+) -> None:
+    [found] = said(hybrid, "I may be in Edinburgh that week, visiting my sister.")
+    [sister] = [f for f in found if f.predicate == "family_member"]
+    assert sister.object == "sister" and not sister.hedged and sister.confidence >= 0.82
+    # What the sentence hedges is still hedged.
+    others = [f for f in found if f.predicate != "family_member"]
+    assert others and all(f.hedged for f in others), found
+
+
+def test_ones_own_relative_is_not_denied_by_a_negation_about_something_else(
+    hybrid: FactExtractor,
+) -> None:
+    [found] = said(hybrid, "My husband doesn't know yet, he thinks the kitten is from my sister.")
+    relatives = {(f.object, f.polarity) for f in found if f.predicate == "family_member"}
+    assert ("husband", Polarity.AFFIRMED) in relatives, found
+    assert ("husband", Polarity.NEGATED) not in relatives, found
+
+
+def test_a_name_opening_the_answer_is_the_relative_the_friend_asked_after(
+    hybrid: FactExtractor,
+) -> None:
+    [_, answer] = dialogue(
+        hybrid,
+        (Role.AGENT, "Ha. And your husband and the girls?"),
+        (Role.USER, "Mads is fine, busy at the bakery. Ida is 12. Karla is 8 and wants a rabbit."),
+    )
+    relatives = {f.object for f in answer if f.predicate == "family_member"}
+    assert relatives == {"husband mads", "daughter ida", "daughter karla"}, answer
+
+
 def _same_type(a: str, b: str) -> bool:
     times = {"installation_time", "appointment_time", "travel_time"}
     return a == b or {a, b} <= times

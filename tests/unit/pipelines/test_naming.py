@@ -2,17 +2,23 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
-from stage_builders import fact
+from stage_builders import fact, turn
 
 from pipelines.extract.endings import KnownValue
 from pipelines.extract.naming import (
     named_as_held,
     named_beside,
+    named_by_pronoun,
     named_by_question,
     named_pets,
+    named_when_asked,
 )
+from pipelines.parse import DialogueParser
 from pipelines.vocabulary import default_vocabulary
+from schemas.events import Role
 from schemas.memory import Polarity
 
 
@@ -122,6 +128,15 @@ def test_a_value_of_another_predicate_is_never_widened() -> None:
         ("little sister", "little sister"),
         ("birthday girl", "birthday girl"),
         ("husband's mother", "husband's mother"),
+        # parents and grandparents called as in another language
+        ("Amma", "mother"),
+        ("mi mamá", "mi mamá"),  # only a leading relation word is read
+        ("mamá", "mother"),
+        ("tatay", "father"),
+        ("nene", "grandmother"),
+        ("lolo Ben", "grandfather ben"),
+        ("esposa", "wife"),
+        ("anne", "anne"),  # Turkish for mother, but also a name
     ],
 )
 def test_a_relation_has_one_form(said: str, one_form: str) -> None:
@@ -288,3 +303,159 @@ def test_relatives_named_in_a_list_are_one_relative_each(
 )
 def test_a_cross_or_mix_takes_the_name_given_to_it(text: str, said: str, named: str) -> None:
     assert pets(text, said) == [named]
+
+
+@pytest.fixture(scope="module")
+def nlp() -> Any:
+    return DialogueParser.load().nlp
+
+
+def when_asked(
+    nlp: Any,
+    question: str,
+    text: str,
+    *facts: tuple[str, str],
+    known: tuple[tuple[str, str], ...] = (),
+    role: Role = Role.USER,
+) -> set[tuple[str, str]]:
+    held = [KnownValue(predicate=p, object=o) for p, o in known]
+    said = [fact(p, o) for p, o in facts]
+    out = named_when_asked(turn(text, role), said, nlp(text), question, held)
+    return {(f.predicate, f.object) for f in out}
+
+
+@pytest.mark.parametrize(
+    ("question", "text", "named"),
+    [
+        (
+            "And your son? He must be huge now",
+            "Yanis is 6 and wants to be a fireman.",
+            {"son yanis"},
+        ),
+        (
+            "Blimey. Is the wife looking after you?",
+            "Pauline fussing over me like a baby.",
+            {"wife pauline"},
+        ),
+        ("and your sister?", "Claire's in Dubai, does what she can on zoom.", {"sister claire"}),
+        ("Booked. Will your husband be coming?", "Yes, Paolo will come.", {"husband paolo"}),
+        ("how's your lad?", "Jayden's eight goin on forty.", {"son jayden"}),
+        # a plural relation takes each name that opens a sentence
+        (
+            "And the boys?",
+            "Osian's started at Cardiff. Iwan's in year 10.",
+            {"son osian", "son iwan"},
+        ),
+        # the first name is the one asked first, the rest the plural's
+        (
+            "Ha. And your husband and the girls?",
+            "Mads is fine, busy at the bakery. Ida is 12. Karla is 8 and wants a rabbit.",
+            {"husband mads", "daughter ida", "daughter karla"},
+        ),
+    ],
+)
+def test_a_name_opening_the_answer_is_the_relative_asked_after(
+    nlp: Any, question: str, text: str, named: set[str]
+) -> None:
+    assert when_asked(nlp, question, text) == {("family_member", v) for v in named}
+
+
+def test_the_relation_said_alone_gives_way_to_the_named_one(nlp: Any) -> None:
+    found = when_asked(
+        nlp,
+        "and your husband?",
+        "Tobias is good, my husband is bored.",
+        ("family_member", "husband"),
+    )
+    assert found == {("family_member", "husband tobias")}
+
+
+@pytest.mark.parametrize(
+    ("question", "text", "known"),
+    [
+        # no relation asked after, or kids: the name says no son or daughter
+        ("how was the trip?", "Lisbon was lovely.", ()),
+        ("How are the kids?", "Zara's 11 and suddenly too cool for me.", ()),
+        # the question asks after the relative's own thing, and the answer
+        # opens with a word that says something else
+        ("Fair. How was your mum's visit?", "Lovely and exhausting. Tunde loved it.", ()),
+        ("Does your father use any other language at home?", "Gujarati, and lip-reading.", ()),
+        # the question names someone: who is who is open
+        ("Ha! How's Siân and the boys?", "Siân's fine, still up in Bristol.", ()),
+        # the answer opens without a name; a name later in it may be anyone's
+        ("How is your mother?", "She is ok. Ethan started school.", ()),
+        ("And your dad?", "Sadly not great.", ()),
+        # a name held as something else (the user's pet)
+        ("and your sister?", "Mochi is asleep on her.", (("pet", "cat mochi"),)),
+        # a long question asks about more than the relative
+        (
+            "Would your husband like the confirmation sent to his own email address as well?",
+            "Paolo has one, yes.",
+            (),
+        ),
+    ],
+)
+def test_no_relative_named_without_a_name_opening_the_answer_to_one(
+    nlp: Any, question: str, text: str, known: tuple[tuple[str, str], ...]
+) -> None:
+    assert when_asked(nlp, question, text, known=known) == set()
+
+
+def test_the_other_speakers_turn_names_no_relative(nlp: Any) -> None:
+    assert when_asked(nlp, "and your son?", "Yanis is 6.", role=Role.AGENT) == set()
+
+
+def by_pronoun(text: str, *facts: tuple[str, str]) -> set[tuple[str, str]]:
+    out = named_by_pronoun([fact(p, o) for p, o in facts], text)
+    return {(f.predicate, f.object) for f in out}
+
+
+@pytest.mark.parametrize(
+    ("text", "said", "named"),
+    [
+        (
+            "lol okay so... there's someone. his name is Daniel, he's a nurse. "
+            "officially my boyfriend since july",
+            "boyfriend",
+            "boyfriend daniel",
+        ),
+        ("My son will be there if I'm not, he's called Daniel.", "son", "son daniel"),
+        ("She's 11, about 4 foot 10. Her name's Maya if that helps", "daughter", "daughter maya"),
+        (
+            "and my great granddaughter is born!!! her name is sofia",
+            "granddaughter",
+            "granddaughter sofia",
+        ),
+        # a relation that says no sex takes either pronoun
+        ("could you add my partner? She's called Jess.", "partner", "partner jess"),
+    ],
+)
+def test_a_name_given_by_a_pronoun_is_the_one_bare_relative_it_can_mean(
+    text: str, said: str, named: str
+) -> None:
+    assert by_pronoun(text, ("family_member", said)) == {("family_member", named)}
+
+
+@pytest.mark.parametrize(
+    ("text", "facts"),
+    [
+        # the pronoun's sex fits no relative said, or two of them
+        ("my brother, her name is Ama", [("family_member", "brother")]),
+        (
+            "my sister and my aunt, her name is Ama",
+            [("family_member", "sister"), ("family_member", "aunt")],
+        ),
+        # a pet without its name may be the one named
+        (
+            "we got a puppy for my son, he's called Rex",
+            [("family_member", "son"), ("pet", "puppy")],
+        ),
+        # the relative has a name already, or a day is no name
+        ("my son Tom, he's called Tommy at school", [("family_member", "son tom")]),
+        ("my husband says her name is Sunday", [("family_member", "husband")]),
+    ],
+)
+def test_no_name_by_pronoun_without_one_relative_it_can_mean(
+    text: str, facts: list[tuple[str, str]]
+) -> None:
+    assert by_pronoun(text, *facts) == set(facts)
