@@ -39,8 +39,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from pipelines.extract.endings import KnownValue
+from pipelines.extract.possession import CONFIDENCE_NAMED, last_question
 from pipelines.extract.typed import stated
-from pipelines.parse.parser import SENTENCE_END
 from pipelines.vocabulary import default_vocabulary
 from pipelines.vocabulary.values import (
     KIN_WORDS,
@@ -267,9 +267,10 @@ _ASKED_RELATION = re.compile(
 _SAID_OF = frozenset(
     {"'s", "’s", "is", "was", "has", "had", "says", "said", "and", "just", "still"}
 )
-# Capitalised openers of an answer that are no name.
+# Openers of an answer that are no name, passed over to find the one that opens it.
 _OPENERS = frozenset(
-    {"sadly", "honestly", "still", "good", "fine", "great", "all", "both", "not", "ja", "ya"}
+    {"yes", "yeah", "oh", "well", "ah"}
+    | {"sadly", "honestly", "still", "good", "fine", "great", "all", "both", "not", "ja", "ya"}
     | {"ye", "yep", "yup", "hmm", "eh", "ugh", "omg", "wow", "bless", "poor", "busy", "same"}
     | {"lmao", "bro", "sis", "pop", "pops", "nope", "aye", "ha", "lol", "haha", "aw", "aww"}
 )
@@ -312,7 +313,7 @@ def named_when_asked(
                 "family_member",
                 spec.normalise(f"{single} {name}"),
                 asserted_by=Assertor.USER,
-                confidence=CONFIDENCE_NAMED_ANSWER,
+                confidence=CONFIDENCE_NAMED,
                 field="NAMED",
             )
             for name in taken
@@ -330,16 +331,11 @@ def named_when_asked(
     return [*kept, *named]
 
 
-# As sure as a relative named by a question before it (``named_by_question``).
-CONFIDENCE_NAMED_ANSWER = 0.86
-
-
 def _relations_asked(last_text: str) -> list[str]:
     """The relations a short question asks after, in their one form ('boys' -> 'sons')."""
-    asked = [s for s in SENTENCE_END.split(last_text.strip()) if s.endswith("?")]
-    if not asked or len(asked[-1].split()) > _ASKED_WORDS:
+    question = last_question(last_text)
+    if not question or len(question.split()) > _ASKED_WORDS:
         return []
-    question = asked[-1]
     matches = [
         m
         for m in _ASKED_RELATION.finditer(question)
@@ -366,7 +362,7 @@ def _opening_names(doc: Any) -> list[str]:
     names = []
     for sentence in doc.sents:
         words = [t for t in sentence if not t.is_punct and not t.is_space]
-        while words and words[0].lower_ in _OPENERS | {"yes", "yeah", "oh", "well", "ah"}:
+        while words and words[0].lower_ in _OPENERS:
             words = words[1:]
         if len(words) < 2:
             break
@@ -376,7 +372,6 @@ def _opening_names(doc: Any) -> list[str]:
         if not (
             first.text[:1].isupper()
             and is_name(first.text)
-            and first.lower_ not in _OPENERS
             and first.lower_ not in KIN_WORDS
             and not first.is_stop
         ):
